@@ -1,0 +1,3 @@
+from payrelay.cli.main import app
+
+app()

@@ -1,0 +1,67 @@
+"""Application factory and lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from payrelay import __version__, health
+from payrelay.config import Settings
+from payrelay.context import AppContext
+from payrelay.db.engine import Database
+from payrelay.error_handlers import install_error_handlers
+from payrelay.middleware import RequestContextMiddleware
+from payrelay.momo.endpoints import router as momo_router
+from payrelay.sandbox.endpoints import router as sandbox_router
+from payrelay.transfers.endpoints import router as transfers_router
+from payrelay.workers.expiry import run_expiry_loop
+
+DESCRIPTION = """
+payrelay creates ZAR transfer requests paid from a customer's exchange wallet (Binance, Bybit,
+VALR) and reports payment and mobile money status. Authenticate with
+`Authorization: Bearer pr_test_...` (sandbox) or `pr_live_...`.
+Every error body is one of four shapes, A to D; see each operation's responses.
+"""
+
+
+def create_app(settings: Settings | None = None, *, run_workers: bool = True) -> FastAPI:
+    """Build the ASGI app. Migrations are not run here: ``payrelay serve`` applies them first."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database(settings.database_url)
+        app.state.context = AppContext(settings, database, settings.resolved_key_hash_secret())
+        tasks: list[asyncio.Task[None]] = []
+        if run_workers:
+            interval = settings.expiry_sweep_interval.total_seconds()
+            tasks.append(asyncio.create_task(run_expiry_loop(database, interval)))
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await database.dispose()
+
+    app = FastAPI(
+        title="payrelay",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    install_error_handlers(app)
+    app.add_middleware(RequestContextMiddleware)
+    app.include_router(transfers_router)
+    app.include_router(momo_router)
+    app.include_router(sandbox_router)
+    app.include_router(health.router)
+    return app

@@ -1,0 +1,74 @@
+"""Runtime configuration, read once from ``PAYRELAY_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///payrelay.db"
+
+
+class Settings(BaseSettings):
+    """Every knob of the service; each is documented in the README's configuration table."""
+
+    model_config = SettingsConfigDict(env_prefix="PAYRELAY_", extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    public_base_url: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    key_hash_secret: SecretStr | None = None
+    default_expiry: timedelta = timedelta(minutes=15)
+    max_amount: Decimal = Decimal("1000000.00")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    rate_limit_per_second: float = Field(default=100.0, ge=0)
+    rate_limit_burst: int = Field(default=200, ge=1)
+    expiry_sweep_interval: timedelta = timedelta(seconds=5)
+
+    @property
+    def base_url(self) -> str:
+        """The address merchants and payers reach us at, without a trailing slash."""
+        if self.public_base_url:
+            return self.public_base_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return make_url(self.database_url).get_backend_name() == "sqlite"
+
+    def resolved_key_hash_secret(self) -> bytes:
+        """The HMAC key for API keys.
+
+        On the embedded SQLite default a secret is generated once and kept beside the database,
+        so a restart does not invalidate issued keys. Any other store must be given one.
+        """
+        if self.key_hash_secret is not None:
+            value = self.key_hash_secret.get_secret_value()
+            if len(value) < 32:
+                raise ValueError("PAYRELAY_KEY_HASH_SECRET must be at least 32 characters")
+            return value.encode()
+        if not self.is_sqlite:
+            raise ValueError("PAYRELAY_KEY_HASH_SECRET is required when the store is not SQLite")
+        database = make_url(self.database_url).database
+        if not database or database == ":memory:":
+            raise ValueError("PAYRELAY_KEY_HASH_SECRET is required for an in-memory database")
+        secret_path = Path(f"{database}.secret")
+        if not secret_path.exists():
+            secret_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass  # another process won the race; read its secret below
+            else:
+                with os.fdopen(fd, "w") as handle:
+                    handle.write(secrets.token_urlsafe(48))
+        return secret_path.read_text().strip().encode()

@@ -1,0 +1,29 @@
+"""What a running service shares between requests: settings, the store and the key secret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fastapi import Request
+
+from payrelay.config import Settings
+from payrelay.db.engine import Database
+from payrelay.kit.ratelimit import RateLimiter
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    database: Database
+    key_secret: bytes
+    rate_limiter: RateLimiter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rate_limiter = RateLimiter(
+            self.settings.rate_limit_per_second, self.settings.rate_limit_burst
+        )
+
+
+def get_context(request: Request) -> AppContext:
+    context: AppContext = request.app.state.context
+    return context

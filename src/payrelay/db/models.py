@@ -1,0 +1,123 @@
+"""ORM models. Money is integer cents; instants are UTC; ids are opaque prefixed strings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from payrelay.db.types import UTCDateTime, utcnow
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Merchant(Base):
+    __tablename__ = "merchants"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    """Only the keyed hash of a key is stored, plus a short prefix for people to recognise it."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(ForeignKey("merchants.id"), index=True)
+    mode: Mapped[str] = mapped_column(String(4))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    display_prefix: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class Transfer(Base):
+    """A transfer request. ``(merchant_id, mode, reference)`` is unique: the database decides
+    races between concurrent creates, not a check-then-insert."""
+
+    __tablename__ = "transfers"
+    __table_args__ = (
+        UniqueConstraint("merchant_id", "mode", "reference", name="uq_transfers_reference"),
+        Index("ix_transfers_pending_expiry", "status", "expires_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(ForeignKey("merchants.id"))
+    mode: Mapped[str] = mapped_column(String(4))
+    reference: Mapped[str] = mapped_column(String(128))
+    request_fingerprint: Mapped[str] = mapped_column(String(64))
+
+    recipient: Mapped[str] = mapped_column(String(256))
+    amount_cents: Mapped[int] = mapped_column(BigInteger)
+    issuer: Mapped[str] = mapped_column(String(16))
+    acquirer: Mapped[str] = mapped_column(String(32))
+    issuer_merchant_id: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str] = mapped_column(String(100))
+    terminal_type: Mapped[str] = mapped_column(String(3))
+    success_url: Mapped[str] = mapped_column(String(256))
+    failed_url: Mapped[str] = mapped_column(String(256))
+    webhook_url: Mapped[str] = mapped_column(String(256))
+    currency: Mapped[str] = mapped_column(String(4))
+    custom_reference: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    merchant_category_code: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    goods_type: Mapped[str | None] = mapped_column(String(2), nullable=True)
+
+    link: Mapped[str] = mapped_column(String(2048))
+    status: Mapped[str] = mapped_column(String(16))
+    status_changed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    paid_late: Mapped[bool] = mapped_column(Boolean, default=False)
+    payment_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class TransferTransition(Base):
+    """Every status change, with its cause, so the history of a payment can be audited."""
+
+    __tablename__ = "transfer_transitions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), index=True)
+    from_status: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    to_status: Mapped[str] = mapped_column(String(16))
+    cause: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class MomoTransaction(Base):
+    __tablename__ = "momo_transactions"
+    __table_args__ = (
+        UniqueConstraint("merchant_id", "mode", "transaction_id", name="uq_momo_transaction_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(ForeignKey("merchants.id"))
+    mode: Mapped[str] = mapped_column(String(4))
+    transaction_id: Mapped[str] = mapped_column(String(15))
+    status: Mapped[str] = mapped_column(String(16))
+    confirmation_id: Mapped[str] = mapped_column(String(10), default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    status_changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,154 @@
+"""Use cases of transfer requests: create, read status, issue a fresh reference."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+
+from payrelay.auth.dependencies import Caller
+from payrelay.auth.keys import Mode
+from payrelay.context import AppContext
+from payrelay.db.models import Transfer, TransferTransition
+from payrelay.db.types import utcnow
+from payrelay.errors import BadRequest, NotFound, ReferenceReused, ServiceUnavailable
+from payrelay.kit.ids import new_id
+from payrelay.kit.validation import CENT, raise_field_errors
+from payrelay.transfers.lifecycle import Cause, effective_status
+from payrelay.transfers.repository import TransferRepository
+from payrelay.transfers.schemas import (
+    REFERENCE_MAX,
+    PaymentStatusOut,
+    TransferRequestIn,
+    TransferStatus,
+)
+
+
+@dataclass(frozen=True)
+class Created:
+    link: str
+    replayed: bool
+
+
+def parse_transfer_request(context: AppContext, body: dict[str, Any]) -> TransferRequestIn:
+    try:
+        return TransferRequestIn.model_validate(
+            body, context={"max_amount": context.settings.max_amount}
+        )
+    except ValidationError as exc:
+        raise raise_field_errors(exc) from None
+
+
+def sandbox_link(context: AppContext, transfer_id: str) -> str:
+    return f"{context.settings.base_url}/sandbox/checkout/{transfer_id}"
+
+
+async def create_transfer(
+    context: AppContext, caller: Caller, request: TransferRequestIn
+) -> Created:
+    """Create the transfer, or replay the original answer for an identical retry.
+
+    The unique constraint on (merchant, mode, reference) decides concurrent creates: exactly one
+    insert wins and every other request reads the winner.
+    """
+    if caller.mode is Mode.LIVE:
+        raise ServiceUnavailable(
+            f"The {request.issuer} issuer connector is not configured; live transfer requests "
+            "cannot be opened yet. Use a test key to work against the sandbox."
+        )
+    fingerprint = request.fingerprint()
+    now = utcnow()
+    transfer_id = new_id("tr")
+    transfer = Transfer(
+        id=transfer_id,
+        merchant_id=caller.merchant_id,
+        mode=caller.mode.value,
+        reference=request.reference,
+        request_fingerprint=fingerprint,
+        recipient=request.recipient,
+        amount_cents=int(request.amount / CENT),
+        issuer=request.issuer,
+        acquirer=request.acquirerMerchantName,
+        issuer_merchant_id=request.merchantID,
+        description=request.description,
+        terminal_type=request.terminalType,
+        success_url=request.successUrl,
+        failed_url=request.failedUrl,
+        webhook_url=request.webhookUrl,
+        currency=request.currency,
+        custom_reference=request.customReference,
+        merchant_category_code=request.merchantCategoryCode,
+        goods_type=request.goodsType,
+        link=sandbox_link(context, transfer_id),
+        status=TransferStatus.PENDING.value,
+        status_changed_at=now,
+        expires_at=now + context.settings.default_expiry,
+        created_at=now,
+        paid_late=False,
+        payment_count=0,
+    )
+    created = TransferTransition(
+        transfer_id=transfer_id,
+        from_status=None,
+        to_status=TransferStatus.PENDING.value,
+        cause=Cause.CREATE.value,
+        at=now,
+    )
+    try:
+        async with context.database.write() as session:
+            await TransferRepository(session).add(transfer, created)
+    except IntegrityError:
+        async with context.database.read() as session:
+            existing = await TransferRepository(session).by_reference(caller, request.reference)
+        if existing is None:
+            raise
+        if existing.request_fingerprint != fingerprint:
+            raise ReferenceReused(context.settings.base_url) from None
+        return Created(existing.link, replayed=True)
+    return Created(transfer.link, replayed=False)
+
+
+def validate_path_reference(reference: str) -> str:
+    if not 1 <= len(reference) <= REFERENCE_MAX:
+        raise BadRequest(
+            f"The reference must be 1 to {REFERENCE_MAX} characters.",
+            details={"reference": f"must be 1 to {REFERENCE_MAX} characters"},
+        )
+    return reference
+
+
+async def payment_status(context: AppContext, caller: Caller, reference: str) -> PaymentStatusOut:
+    validate_path_reference(reference)
+    async with context.database.read() as session:
+        transfer = await TransferRepository(session).by_reference(caller, reference)
+    if transfer is None:
+        raise NotFound("No payment with this reference.")
+    if transfer.payment_count > 1:
+        # The payer paid twice for one reference: the merchant must refund one payment and
+        # must not treat the reference as settled once.
+        raise ReferenceReused(
+            context.settings.base_url,
+            "This reference was paid more than once and cannot be reused; the duplicate "
+            "payment is held for refund. Obtain a new reference from "
+            f"{context.settings.base_url}/tx/getNewReference.",
+        )
+    status, changed_at = effective_status(transfer, utcnow())
+    return PaymentStatusOut(
+        status=status,
+        timestamp=changed_at,
+        amount=Decimal(transfer.amount_cents) * CENT,
+    )
+
+
+async def new_reference(context: AppContext, caller: Caller) -> str:
+    """A random reference this merchant has never used (128 bits; the check is belt and braces)."""
+    async with context.database.read() as session:
+        repository = TransferRepository(session)
+        while True:
+            candidate = secrets.token_urlsafe(16)
+            if not await repository.reference_taken(caller, candidate):
+                return candidate
