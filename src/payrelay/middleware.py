@@ -89,7 +89,7 @@ class RequestContextMiddleware:
     def _request_id(scope: Scope) -> str:
         for name, value in scope["headers"]:
             if name == b"x-request-id":
-                candidate = value.decode("latin-1")
+                candidate: str = value.decode("latin-1")
                 if REQUEST_ID.fullmatch(candidate):
                     return candidate
                 break

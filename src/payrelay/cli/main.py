@@ -103,9 +103,7 @@ def merchant_create(name: str, as_json: JsonFlag = False) -> None:
     """Create a merchant."""
     settings = Settings()
     database = _database(settings)
-    merchant = _run(
-        settings, as_json, _disposing(database, merchants.create_merchant(database, name))
-    )
+    merchant = _run(as_json, _disposing(database, merchants.create_merchant(database, name)))
     emit({"id": merchant.id, "name": merchant.name}, as_json)
 
 
@@ -127,7 +125,6 @@ def key_create(
     except ValueError as exc:
         raise fail(str(exc), as_json) from None
     issued = _run(
-        settings,
         as_json,
         _disposing(database, merchants.create_key(database, secret, merchant_id, mode, lifetime)),
     )

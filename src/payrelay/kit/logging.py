@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
 
 REDACTED_KEYS = frozenset({"authorization", "key", "api_key", "secret", "password", "token"})
 
 
-def _redact(_logger: object, _method: str, event: dict[str, object]) -> dict[str, object]:
+def _redact(
+    _logger: object, _method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     for name in list(event):
         if name.lower() in REDACTED_KEYS:
             event[name] = "[redacted]"
