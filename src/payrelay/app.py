@@ -16,6 +16,7 @@ from payrelay.db.engine import Database
 from payrelay.error_handlers import install_error_handlers
 from payrelay.middleware import RequestContextMiddleware
 from payrelay.momo.endpoints import router as momo_router
+from payrelay.openapi import install_openapi
 from payrelay.sandbox.endpoints import router as sandbox_router
 from payrelay.transfers.endpoints import router as transfers_router
 from payrelay.workers.expiry import run_expiry_loop
@@ -57,8 +58,11 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
         lifespan=lifespan,
         docs_url="/docs",
         redoc_url=None,
+        # An unknown path is a 404 in its shape, never a redirect built from the Host header.
+        redirect_slashes=False,
     )
     install_error_handlers(app)
+    install_openapi(app)
     app.add_middleware(RequestContextMiddleware)
     app.include_router(transfers_router)
     app.include_router(momo_router)

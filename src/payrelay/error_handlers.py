@@ -17,13 +17,14 @@ from payrelay.errors import (
     ValidationFailed,
     render,
 )
+from payrelay.momo.schemas import TRANSACTION_ID_MESSAGE
 
 log = structlog.get_logger("payrelay.errors")
 
 
 def _shape_for_path(path: str) -> Shape:
     # Mobile money's request errors use shape B; every other operation uses shape C.
-    return Shape.B if path.startswith("/momo") else Shape.C
+    return Shape.B if path == "/momo" or path.startswith("/momo/") else Shape.C
 
 
 def error_response(error: PayrelayError) -> JSONResponse:
@@ -41,7 +42,10 @@ async def handle_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     shape = _shape_for_path(request.url.path)
     error: PayrelayError
-    if exc.status_code == 404:
+    if exc.status_code == 404 and request.url.path.startswith("/momo/"):
+        # Only an identifier with a line break in it fails to match "/momo/{transactionId}".
+        error = BadRequest(TRANSACTION_ID_MESSAGE, shape=Shape.B)
+    elif exc.status_code == 404:
         error = NotFound("No such endpoint.", shape=shape)
     elif exc.status_code == 405:
         error = MethodNotAllowed(f"{request.method} is not allowed here.", shape=shape)

@@ -22,7 +22,8 @@ CENT = Decimal("0.01")
 DEFAULT_MAX_AMOUNT = Decimal("1000000.00")
 
 
-def _plain_text(value: str) -> str:
+def plain_text(value: str) -> str:
+    """``value`` unchanged, or ValueError if a database cannot store it faithfully."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -34,7 +35,7 @@ def _plain_text(value: str) -> str:
 
 # Rejects text no database can store faithfully. Use after a StringConstraints, e.g.
 # Annotated[str, StringConstraints(strict=True, max_length=100), STORABLE].
-STORABLE = AfterValidator(_plain_text)
+STORABLE = AfterValidator(plain_text)
 
 
 def _http_url(value: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from payrelay.auth.dependencies import Authenticated
 from payrelay.context import AppContext, get_context
@@ -14,6 +14,7 @@ from payrelay.momo import service
 from payrelay.momo.schemas import MomoStatusOut
 
 router = APIRouter(tags=["mobile money"])
+PREFIX = "/momo/"
 
 
 @router.get(
@@ -31,11 +32,16 @@ router = APIRouter(tags=["mobile money"])
 )
 async def get_momo_status(
     transactionId: str,
+    request: Request,
     caller: Authenticated,
     context: Annotated[AppContext, Depends(get_context)],
 ) -> ExactJSONResponse:
     """Status (Pending, Successful or Unsuccessful) and confirmationID of a transaction."""
-    result = await service.momo_status(context, caller, transactionId)
+    # The route pattern ends in "$", which also matches before a trailing newline, so
+    # "/momo/abcde%0A" arrives as "abcde". Validate the identifier exactly as it was sent.
+    path: str = request.scope["path"]
+    sent = path[path.index(PREFIX) + len(PREFIX) :]
+    result = await service.momo_status(context, caller, sent)
     return ExactJSONResponse(
         {"status": result.status.value, "confirmationID": result.confirmationID}
     )

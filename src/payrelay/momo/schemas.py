@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 # ASCII letters and digits only; fullmatch so a trailing newline cannot slip past ``$``.
 TRANSACTION_ID = re.compile(r"[A-Za-z0-9]{5,15}")
+TRANSACTION_ID_MESSAGE = "transactionId must be 5 to 15 characters, ASCII letters and digits only."
 
 
 class MomoStatus(StrEnum):

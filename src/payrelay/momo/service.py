@@ -7,15 +7,17 @@ from payrelay.auth.keys import Mode
 from payrelay.context import AppContext
 from payrelay.errors import BadRequest, NotFound, ServiceUnavailable, Shape
 from payrelay.momo.repository import MomoRepository
-from payrelay.momo.schemas import MomoStatus, MomoStatusOut, is_valid_transaction_id
+from payrelay.momo.schemas import (
+    TRANSACTION_ID_MESSAGE,
+    MomoStatus,
+    MomoStatusOut,
+    is_valid_transaction_id,
+)
 
 
 def check_transaction_id(transaction_id: str) -> None:
     if not is_valid_transaction_id(transaction_id):
-        raise BadRequest(
-            "transactionId must be 5 to 15 characters, ASCII letters and digits only.",
-            shape=Shape.B,
-        )
+        raise BadRequest(TRANSACTION_ID_MESSAGE, shape=Shape.B)
 
 
 async def momo_status(context: AppContext, caller: Caller, transaction_id: str) -> MomoStatusOut:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from decimal import Decimal
 from pathlib import Path
+from string import Template
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -23,7 +24,8 @@ from payrelay.transfers.schemas import PaymentStatusOut, TransferStatus
 
 router = APIRouter(prefix="/sandbox", tags=["sandbox (test mode)"])
 Context = Annotated[AppContext, Depends(get_context)]
-TEMPLATE = (Path(__file__).parent / "templates" / "checkout.html").read_text()
+# string.Template ($name), not str.format: the page's inline CSS is full of braces.
+TEMPLATE = Template((Path(__file__).parent / "templates" / "checkout.html").read_text())
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "frame-ancestors 'none'; base-uri 'none'",
@@ -52,7 +54,7 @@ async def checkout_page(transfer_id: str, context: Context) -> HTMLResponse:
         actions = ACTIONS.format(id=html.escape(transfer.id))
     else:
         actions = f'<p class="status" id="status">This payment is {view.status.value}.</p>'
-    page = TEMPLATE.format(
+    page = TEMPLATE.substitute(
         merchant=html.escape(view.merchant_name),
         amount=f"{Decimal(transfer.amount_cents) * CENT:,.2f}",
         description=html.escape(transfer.description),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from starlette.convertors import Convertor, register_url_convertor
 
 from payrelay.auth.dependencies import Authenticated
 from payrelay.context import AppContext, get_context
@@ -18,6 +19,23 @@ from payrelay.transfers.schemas import (
     TransferCreated,
     TransferRequestIn,
 )
+
+
+class AnyTextConvertor(Convertor[str]):
+    """Like Starlette's ``path``, but across line breaks too. ``path`` is ``.*``, which stops at
+    a newline, and the route's ``$`` matches before a trailing one, so "/abc%0A" would arrive as
+    "abc" and name another reference. This takes the segment exactly as sent."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("text", AnyTextConvertor())
 
 router = APIRouter(prefix="/tx", tags=["transfers"])
 Context = Annotated[AppContext, Depends(get_context)]
@@ -66,7 +84,7 @@ async def create_transfer_request(
 
 
 @router.get(
-    "/payment-status/{reference:path}",
+    "/payment-status/{reference:text}",
     response_model=PaymentStatusOut,
     summary="Get payment status",
     responses=error_responses(
@@ -94,7 +112,11 @@ async def get_payment_status(
     "/getNewReference",
     response_model=NewReference,
     summary="Get a new, unused reference",
-    responses=error_responses((400, Shape.C, "unexpected input"), *AUTH_ERRORS),
+    responses=error_responses(
+        (400, Shape.C, "unexpected input"),
+        *AUTH_ERRORS,
+        (413, Shape.C, "body over 64 KiB"),
+    ),
 )
 async def get_new_reference(
     request: Request, caller: Authenticated, context: Context

@@ -20,6 +20,8 @@ class TransferRepository:
     async def by_reference(
         self, caller: Caller, reference: str, *, for_update: bool = False
     ) -> Transfer | None:
+        if "\x00" in reference:
+            return None  # never stored, and PostgreSQL refuses NUL in a query parameter
         statement = select(Transfer).where(
             Transfer.merchant_id == caller.merchant_id,
             Transfer.mode == caller.mode.value,
@@ -30,6 +32,8 @@ class TransferRepository:
         return (await self.session.scalars(statement)).first()
 
     async def by_id(self, transfer_id: str, *, for_update: bool = False) -> Transfer | None:
+        if "\x00" in transfer_id:
+            return None  # never stored, and PostgreSQL refuses NUL in a query parameter
         statement = select(Transfer).where(Transfer.id == transfer_id)
         if for_update:
             statement = statement.with_for_update()

@@ -17,7 +17,7 @@ from payrelay.db.models import Transfer, TransferTransition
 from payrelay.db.types import utcnow
 from payrelay.errors import BadRequest, NotFound, ReferenceReused, ServiceUnavailable
 from payrelay.kit.ids import new_id
-from payrelay.kit.validation import CENT, raise_field_errors
+from payrelay.kit.validation import CENT, plain_text, raise_field_errors
 from payrelay.transfers.lifecycle import Cause, effective_status
 from payrelay.transfers.repository import TransferRepository
 from payrelay.transfers.schemas import (
@@ -118,6 +118,11 @@ def validate_path_reference(reference: str) -> str:
             f"The reference must be 1 to {REFERENCE_MAX} characters.",
             details={"reference": f"must be 1 to {REFERENCE_MAX} characters"},
         )
+    try:
+        plain_text(reference)
+    except ValueError as exc:
+        # No stored reference can contain these; PostgreSQL would even refuse a NUL in the query.
+        raise BadRequest(f"The reference {exc}.", details={"reference": str(exc)}) from None
     return reference
 
 
