@@ -33,6 +33,25 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(default=200, ge=1)
     expiry_sweep_interval: timedelta = timedelta(seconds=5)
 
+    # Issuers. Live credentials; an issuer without them answers live creates with 503.
+    issuer_timeout: timedelta = timedelta(seconds=10)
+    binance_base_url: str = "https://bpay.binanceapi.com"
+    binance_api_key: SecretStr | None = None
+    binance_api_secret: SecretStr | None = None
+    bybit_base_url: str = "https://api.bybit.com"
+    bybit_api_key: SecretStr | None = None
+    bybit_api_secret: SecretStr | None = None
+    bybit_platform_public_key: SecretStr | None = None
+    valr_base_url: str = "https://api.valr.com"
+    valr_api_key: SecretStr | None = None
+    valr_api_secret: SecretStr | None = None
+    valr_pay_url: str = "https://www.valr.com/payments/send"
+    rate_provider_url: str = "https://api.valr.com"
+    rate_cache_ttl: timedelta = timedelta(seconds=30)
+    # Test mode talks to simulators: mounted in this server at /simulators/{issuer} when unset.
+    simulator_base_url: str | None = None
+    reconcile_interval: timedelta = timedelta(seconds=10)
+
     @property
     def base_url(self) -> str:
         """The address merchants and payers reach us at, without a trailing slash."""

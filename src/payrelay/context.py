@@ -8,6 +8,7 @@ from fastapi import Request
 
 from payrelay.config import Settings
 from payrelay.db.engine import Database
+from payrelay.issuers.registry import ConnectorRegistry
 from payrelay.kit.ratelimit import RateLimiter
 
 
@@ -16,6 +17,7 @@ class AppContext:
     settings: Settings
     database: Database
     key_secret: bytes
+    connectors: ConnectorRegistry = field(default_factory=ConnectorRegistry)
     rate_limiter: RateLimiter = field(init=False)
 
     def __post_init__(self) -> None:

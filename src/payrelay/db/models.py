@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 from sqlalchemy import (
     BigInteger,
@@ -11,7 +12,9 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     String,
+    Text,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -62,6 +65,7 @@ class Transfer(Base):
     __table_args__ = (
         UniqueConstraint("merchant_id", "mode", "reference", name="uq_transfers_reference"),
         Index("ix_transfers_pending_expiry", "status", "expires_at"),
+        Index("ix_transfers_trade_no", "issuer", "trade_no"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -93,6 +97,17 @@ class Transfer(Base):
     paid_late: Mapped[bool] = mapped_column(Boolean, default=False)
     payment_count: Mapped[int] = mapped_column(Integer, default=0)
 
+    # The order at the issuer. Pricing is recorded so the payer's amount can be explained later.
+    trade_no: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    issuer_order_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    issuer_link: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    issuer_details: Mapped[str | None] = mapped_column(Text, nullable=True)
+    pay_currency: Mapped[str | None] = mapped_column(String(4), nullable=True)
+    pay_amount: Mapped[Decimal | None] = mapped_column(Numeric(24, 8), nullable=True)
+    rate: Mapped[Decimal | None] = mapped_column(Numeric(24, 8), nullable=True)
+    rate_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_polled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
 
 class TransferTransition(Base):
     """Every status change, with its cause, so the history of a payment can be audited."""
@@ -121,3 +136,38 @@ class MomoTransaction(Base):
     confirmation_id: Mapped[str] = mapped_column(String(10), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     status_changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class IssuerEvent(Base):
+    """Inbox of verified issuer notifications: one row per real event, however often it is sent."""
+
+    __tablename__ = "issuer_events"
+    __table_args__ = (UniqueConstraint("issuer", "event_key", name="uq_issuer_events_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    issuer: Mapped[str] = mapped_column(String(16))
+    mode: Mapped[str] = mapped_column(String(4))
+    event_key: Mapped[str] = mapped_column(String(200))
+    trade_no: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    state: Mapped[str] = mapped_column(String(16))
+    raw_status: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    transfer_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TransferPayment(Base):
+    """Each movement of money an issuer reports for a transfer. More than one is a duplicate
+    payment: the transfer answers 409 and every payment is kept for refund handling."""
+
+    __tablename__ = "transfer_payments"
+    __table_args__ = (UniqueConstraint("issuer", "payment_id", name="uq_transfer_payments_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    transfer_id: Mapped[str] = mapped_column(ForeignKey("transfers.id"), index=True)
+    issuer: Mapped[str] = mapped_column(String(16))
+    payment_id: Mapped[str] = mapped_column(String(100))
+    amount: Mapped[Decimal] = mapped_column(Numeric(24, 8))
+    currency: Mapped[str] = mapped_column(String(8))
+    paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,1 @@
+"""Issuer connectors: one package per exchange behind the small interface in ``base``."""

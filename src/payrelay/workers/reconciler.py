@@ -1,0 +1,104 @@
+"""Poll issuers for transfers still open, so a lost notification still ends correctly.
+
+At expiry the issuer is asked first: money that moved wins (processed, flagged late if after
+our expiry); otherwise the order is closed where the issuer allows it and the transfer expires.
+VALR sends no notifications at all, so for VALR this loop is how payments are found, and a
+settled VALR transfer keeps being watched until its expiry so a second credit is caught as a
+duplicate payment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy import or_, select
+
+from payrelay.auth.keys import Mode
+from payrelay.context import AppContext
+from payrelay.db.models import Transfer
+from payrelay.db.types import utcnow
+from payrelay.issuers.base import Issuer, IssuerError, OrderReport, OrderState
+from payrelay.issuers.orders import order_request_for
+from payrelay.transfers.lifecycle import Cause, transition
+from payrelay.transfers.repository import TransferRepository
+from payrelay.transfers.schemas import TransferStatus
+from payrelay.transfers.settlement import apply_issuer_state
+
+BATCH = 100
+log = structlog.get_logger("payrelay.reconciler")
+
+
+async def _due(context: AppContext, now: datetime, min_age: timedelta) -> list[Transfer]:
+    async with context.database.read() as session:
+        result = await session.scalars(
+            select(Transfer)
+            .where(
+                Transfer.trade_no.is_not(None),
+                or_(
+                    Transfer.status == TransferStatus.PENDING,
+                    (Transfer.issuer == Issuer.VALR.value)
+                    & (Transfer.status == TransferStatus.PROCESSED)
+                    & (Transfer.expires_at > now),
+                ),
+                or_(Transfer.last_polled_at.is_(None), Transfer.last_polled_at <= now - min_age),
+            )
+            .order_by(Transfer.expires_at)
+            .limit(BATCH)
+        )
+        return list(result)
+
+
+async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datetime) -> None:
+    connector = context.connectors.get(Issuer(transfer.issuer), Mode(transfer.mode))
+    if connector is None:
+        return
+    order = order_request_for(transfer)
+    report: OrderReport | None
+    try:
+        report = await connector.query_order(order, transfer.issuer_order_id)
+    except IssuerError as exc:
+        log.info("reconcile.query_failed", transfer_id=transfer.id, error=type(exc).__name__)
+        report = None
+    overdue = transfer.expires_at <= now
+    if overdue and connector.supports_close and (report is None or _still_open(report)):
+        try:
+            await connector.close_order(order, transfer.issuer_order_id)
+        except IssuerError:
+            log.info("reconcile.close_failed", transfer_id=transfer.id)
+    async with context.database.write() as session:
+        row = await TransferRepository(session).by_id(transfer.id, for_update=True)
+        if row is None:
+            return
+        row.last_polled_at = now
+        if report is not None and not _still_open(report):
+            await apply_issuer_state(session, row, report.state, report.payments, Cause.POLL, now)
+        elif overdue and row.status == TransferStatus.PENDING and report is not None:
+            # The issuer confirms nothing moved: the transfer ends as expired.
+            transition(session, row, TransferStatus.EXPIRED, Cause.EXPIRY, now)
+
+
+def _still_open(report: OrderReport) -> bool:
+    return report.state in (OrderState.PENDING, OrderState.NOT_FOUND)
+
+
+async def reconcile_once(context: AppContext, now: datetime | None = None) -> int:
+    """One pass over the transfers due for a poll; returns how many were polled."""
+    now = now or utcnow()
+    due = await _due(context, now, context.settings.reconcile_interval)
+    for transfer in due:
+        await reconcile_transfer(context, transfer, now)
+    return len(due)
+
+
+async def run_reconciler_loop(context: AppContext) -> None:
+    interval = context.settings.reconcile_interval.total_seconds()
+    while True:
+        try:
+            await reconcile_once(context)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reconcile.pass_failed")
+        await asyncio.sleep(interval)
