@@ -10,6 +10,7 @@ import asyncio
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,7 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         "key_hash_secret": KEY_SECRET,
         "public_base_url": INPROC_BASE_URL,
         "rate_limit_per_second": 0,
+        "issuer_timeout": timedelta(seconds=2),
     }
     values.update(overrides)
     return Settings(**values)
@@ -100,7 +102,15 @@ async def api(
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url=INPROC_BASE_URL) as client:
-                yield Harness(store_name, "inproc", store_url, INPROC_BASE_URL, client, store)
+                yield Harness(
+                    store_name,
+                    "inproc",
+                    store_url,
+                    INPROC_BASE_URL,
+                    client,
+                    store,
+                    extra={"context": app.state.context},
+                )
         return
     process, base_url = start_server(store_url)
     try:

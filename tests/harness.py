@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -12,10 +13,15 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
+from sqlalchemy import func, select
 
 from payrelay.auth.keys import Mode
 from payrelay.db.engine import Database
+from payrelay.db.models import Transfer
+from payrelay.db.types import utcnow
 from payrelay.merchants import service as merchants
+from payrelay.workers.expiry import expire_due
+from payrelay.workers.reconciler import reconcile_once
 
 KEY_SECRET = "test-key-hash-secret-" + "x" * 32
 
@@ -60,6 +66,31 @@ class Harness:
         live = await merchants.create_key(self.database, self.secret, merchant.id, Mode.LIVE)
         return MerchantKeys(merchant.id, test.key, live.key)
 
+    async def sweep(self) -> int:
+        """Run what the server's background loops run: the reconciler, then the expiry sweep.
+
+        In-process there are no background loops, so this runs one pass of each and returns how
+        many transfers changed. Against a real server the loops run by themselves; this waits
+        until no overdue transfer is left pending and returns -1.
+        """
+        if self.transport == "inproc":
+            context = self.extra["context"]
+            changed = await reconcile_once(context)
+            return changed + await expire_due(self.database)
+        deadline = time.monotonic() + 15
+        while await self._overdue_pending() and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        return -1
+
+    async def _overdue_pending(self) -> int:
+        async with self.database.read() as session:
+            count = await session.scalar(
+                select(func.count())
+                .select_from(Transfer)
+                .where(Transfer.status == "pending", Transfer.expires_at <= utcnow())
+            )
+        return int(count or 0)
+
     async def key(self, merchant_id: str, mode: Mode, expires_in: timedelta | None = None) -> str:
         issued = await merchants.create_key(
             self.database, self.secret, merchant_id, mode, expires_in
@@ -76,6 +107,8 @@ def server_env(database_url: str, port: int, **extra: str) -> dict[str, str]:
         PAYRELAY_PORT=str(port),
         PAYRELAY_LOG_LEVEL="warning",
         PAYRELAY_RATE_LIMIT_PER_SECOND="0",
+        PAYRELAY_RECONCILE_INTERVAL="PT1S",
+        PAYRELAY_ISSUER_TIMEOUT="PT2S",
         **extra,
     )
     return env

@@ -179,15 +179,18 @@ class TestFieldBoundaries:
         self, api: Harness, field: str, good: Any, bad: Any
     ) -> None:
         keys = await api.merchant()
+        # Binance caps subMerchantId at 19 characters (it would refuse the order: 502) and takes
+        # no ZAR, so merchantID and currency bounds are exercised with VALR, which takes both.
+        issuer = {"issuer": "Valr"} if field in ("merchantID", "currency") else {}
         ok = await api.client.post(
             "/tx/createTransferRequest",
-            json=transfer_body(**{field: good}),
+            json=transfer_body(**{**issuer, field: good}),
             headers=keys.test,
         )
         assert ok.status_code == 200, (field, good, ok.text)
         refused = await api.client.post(
             "/tx/createTransferRequest",
-            json=transfer_body(**{field: bad}),
+            json=transfer_body(**{**issuer, field: bad}),
             headers=keys.test,
         )
         body = assert_shape_c(refused, 400)

@@ -14,12 +14,15 @@ from payrelay.config import Settings
 from payrelay.context import AppContext
 from payrelay.db.engine import Database
 from payrelay.error_handlers import install_error_handlers
+from payrelay.issuers.endpoints import router as issuer_router
+from payrelay.issuers.wiring import build_wiring
 from payrelay.middleware import RequestContextMiddleware
 from payrelay.momo.endpoints import router as momo_router
 from payrelay.openapi import install_openapi
 from payrelay.sandbox.endpoints import router as sandbox_router
 from payrelay.transfers.endpoints import router as transfers_router
 from payrelay.workers.expiry import run_expiry_loop
+from payrelay.workers.reconciler import run_reconciler_loop
 
 DESCRIPTION = """
 payrelay creates ZAR transfer requests paid from a customer's exchange wallet (Binance, Bybit,
@@ -36,11 +39,19 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = Database(settings.database_url)
-        app.state.context = AppContext(settings, database, settings.resolved_key_hash_secret())
+        context = AppContext(
+            settings,
+            database,
+            settings.resolved_key_hash_secret(),
+            connectors=wiring.registry,
+            simulators=wiring.simulators,
+        )
+        app.state.context = context
         tasks: list[asyncio.Task[None]] = []
         if run_workers:
             interval = settings.expiry_sweep_interval.total_seconds()
             tasks.append(asyncio.create_task(run_expiry_loop(database, interval)))
+            tasks.append(asyncio.create_task(run_reconciler_loop(context)))
         try:
             yield
         finally:
@@ -49,6 +60,7 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await wiring.aclose()
             await database.dispose()
 
     app = FastAPI(
@@ -67,5 +79,9 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
     app.include_router(transfers_router)
     app.include_router(momo_router)
     app.include_router(sandbox_router)
+    app.include_router(issuer_router)
     app.include_router(health.router)
+    wiring = build_wiring(settings, app)
+    for issuer, handle in wiring.simulators.items():
+        app.mount(f"/simulators/{issuer.slug}", handle.simulator.app)
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import Request
 
@@ -18,6 +19,8 @@ class AppContext:
     database: Database
     key_secret: bytes
     connectors: ConnectorRegistry = field(default_factory=ConnectorRegistry)
+    # Test mode's simulators, by issuer (typed loosely to keep this module import-light).
+    simulators: dict[Any, Any] = field(default_factory=dict)
     rate_limiter: RateLimiter = field(init=False)
 
     def __post_init__(self) -> None:

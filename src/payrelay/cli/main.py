@@ -12,6 +12,7 @@ import uvicorn
 from payrelay.app import create_app
 from payrelay.auth.keys import Mode
 from payrelay.cli.output import emit, fail, parse_duration
+from payrelay.cli.simulate import simulate
 from payrelay.config import Settings
 from payrelay.db import migrate as migrations
 from payrelay.db.engine import Database
@@ -24,6 +25,7 @@ merchant_app = typer.Typer(help="Manage merchants.", no_args_is_help=True)
 key_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 app.add_typer(merchant_app, name="merchant")
 app.add_typer(key_app, name="key")
+app.command("simulate")(simulate)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 T = TypeVar("T")

@@ -30,6 +30,13 @@ class Faults:
     drop_notifications: int = 0  # silently lose the next N notifications
     duplicate_notifications: bool = False  # send every notification twice
     hold_notifications: bool = False  # queue notifications until released, then send newest first
+    # Comma-separated path fragments: when set, API faults hit only calls whose path contains one
+    # (so a background poll cannot take a fault meant for a create).
+    only_paths: str = ""
+
+    def applies_to(self, path: str) -> bool:
+        fragments = [part for part in self.only_paths.split(",") if part]
+        return not fragments or any(part in path for part in fragments)
 
     def update(self, values: dict[str, Any]) -> None:
         for name, value in values.items():
@@ -41,8 +48,12 @@ class Faults:
 HANG_SECONDS = 3600.0
 
 
-async def api_fault(faults: Faults, error_response: Callable[[], Response]) -> Response | None:
+async def api_fault(
+    faults: Faults, error_response: Callable[[], Response], path: str = ""
+) -> Response | None:
     """Apply latency, hangs and 5xx to one API call; a response means "answer this instead"."""
+    if not faults.applies_to(path):
+        return None
     if faults.latency_seconds:
         await asyncio.sleep(faults.latency_seconds)
     if faults.hang_next > 0:

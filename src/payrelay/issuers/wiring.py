@@ -8,6 +8,7 @@ so every test-mode payment travels the real connector path: signature, inbox, st
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,28 @@ from payrelay.issuers.registry import ConnectorRegistry
 from payrelay.issuers.simkit import Simulator, SimulatorConfig
 from payrelay.issuers.valr.rates import ValrRateProvider
 from payrelay.issuers.valr.simulator import create_simulator as create_valr_simulator
+
+
+class TimedASGITransport(httpx.ASGITransport):
+    """An in-process transport that honours the client's read timeout.
+
+    httpx's ASGI transport ignores timeouts, so a hung simulator would hang payrelay with it;
+    this keeps test mode's timeouts as real as live mode's.
+    """
+
+    def __init__(self, app: Any, timeout_seconds: float) -> None:
+        super().__init__(app=app)
+        self.timeout_seconds = timeout_seconds
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await asyncio.wait_for(
+                super().handle_async_request(request), self.timeout_seconds
+            )
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(
+                "the simulator did not answer in time", request=request
+            ) from exc
 
 
 @dataclass
@@ -47,11 +70,13 @@ def _secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-def _live_client(settings: Settings) -> httpx.AsyncClient:
+def _timeout(settings: Settings) -> httpx.Timeout:
     seconds = settings.issuer_timeout.total_seconds()
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(seconds, connect=min(seconds, 3.0)), follow_redirects=False
-    )
+    return httpx.Timeout(seconds, connect=min(seconds, 3.0))
+
+
+def _live_client(settings: Settings) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=_timeout(settings), follow_redirects=False)
 
 
 def _live_connectors(
@@ -64,6 +89,7 @@ def _live_connectors(
             binance.BinanceCredentials(SecretStr(key), secret),
             base_url=settings.binance_base_url,
             client=client,
+            timeout=_timeout(settings),
         )
     key, secret = _secret(settings.bybit_api_key), settings.bybit_api_secret
     if key and secret:
@@ -71,6 +97,7 @@ def _live_connectors(
             bybit.BybitCredentials(key, secret, _secret(settings.bybit_platform_public_key)),
             settings.bybit_base_url,
             client,
+            timeout=_timeout(settings),
         )
     key, secret = _secret(settings.valr_api_key), settings.valr_api_secret
     if key and secret:
@@ -79,6 +106,7 @@ def _live_connectors(
             base_url=settings.valr_base_url,
             client=client,
             pay_url=settings.valr_pay_url,
+            timeout=_timeout(settings),
         )
     return connectors
 
@@ -102,14 +130,17 @@ def _simulated(
         )
         simulator = create_simulator(config, notify_client=back_to_us)
         internal_url = f"http://{issuer.slug}.simulator"
+        seconds = settings.issuer_timeout.total_seconds()
         client = httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=simulator.app),
+            transport=TimedASGITransport(simulator.app, seconds),
             base_url=internal_url,
-            timeout=httpx.Timeout(settings.issuer_timeout.total_seconds()),
+            timeout=httpx.Timeout(seconds),
         )
         wiring.clients.append(client)
         wiring.simulators[issuer] = SimulatorHandle(simulator, client, config.public_base_url)
-        connectors[issuer] = _simulated_connector(issuer, config, simulator, client, internal_url)
+        connectors[issuer] = _simulated_connector(
+            issuer, config, simulator, client, internal_url, _timeout(settings)
+        )
     return connectors
 
 
@@ -119,6 +150,7 @@ def _simulated_connector(
     simulator: Simulator,
     client: httpx.AsyncClient,
     internal_url: str,
+    timeout: httpx.Timeout,
 ) -> IssuerConnector:
     secret = SecretStr(config.api_secret)
     if issuer is Issuer.BINANCE:
@@ -126,6 +158,7 @@ def _simulated_connector(
             binance.BinanceCredentials(SecretStr(config.api_key), secret),
             base_url=internal_url,
             client=client,
+            timeout=timeout,
         )
     if issuer is Issuer.BYBIT:
         return bybit.BybitConnector(
@@ -133,6 +166,7 @@ def _simulated_connector(
             internal_url,
             client,
             checkout_link_template=f"{config.public_base_url}/checkout/{{pay_id}}",
+            timeout=timeout,
         )
     return valr.ValrConnector(
         valr.ValrCredentials(config.api_key, secret),
@@ -140,6 +174,7 @@ def _simulated_connector(
         client=client,
         pay_url=f"{config.public_base_url}/payments/send",
         append_return_urls=True,
+        timeout=timeout,
     )
 
 
@@ -151,7 +186,10 @@ def build_wiring(settings: Settings, payrelay_app: Any) -> Wiring:
     for issuer, connector in _live_connectors(settings, live_client).items():
         wiring.registry.connectors[(issuer, Mode.LIVE)] = connector
     wiring.registry.rates[Mode.LIVE] = ValrRateProvider(
-        settings.rate_provider_url, live_client, ttl=settings.rate_cache_ttl
+        settings.rate_provider_url,
+        live_client,
+        ttl=settings.rate_cache_ttl,
+        timeout=_timeout(settings),
     )
     for issuer, connector in _simulated(settings, payrelay_app, wiring).items():
         wiring.registry.connectors[(issuer, Mode.TEST)] = connector

@@ -61,6 +61,14 @@ def transition(
     _record(session, transfer, target, cause, now)
 
 
+def record_expiry(session: AsyncSession, transfer: Transfer, now: datetime) -> bool:
+    """Write down that an overdue pending transfer expired, at the moment it expired."""
+    if transfer.status != TransferStatus.PENDING or transfer.expires_at > now:
+        return False
+    _record(session, transfer, TransferStatus.EXPIRED, Cause.EXPIRY, transfer.expires_at)
+    return True
+
+
 def _record(
     session: AsyncSession,
     transfer: Transfer,

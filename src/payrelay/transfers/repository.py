@@ -62,7 +62,12 @@ class TransferRepository:
         """
         due = (
             select(Transfer.id)
-            .where(Transfer.status == TransferStatus.PENDING, Transfer.expires_at <= now)
+            .where(
+                Transfer.status == TransferStatus.PENDING,
+                Transfer.expires_at <= now,
+                # Issuer-backed transfers expire through the reconciler, which asks first.
+                Transfer.trade_no.is_(None),
+            )
             .limit(limit)
         )
         result = await self.session.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -15,10 +16,12 @@ from payrelay.auth.keys import Mode
 from payrelay.context import AppContext
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.db.types import utcnow
-from payrelay.errors import BadRequest, NotFound, ReferenceReused, ServiceUnavailable
+from payrelay.errors import BadRequest, NotFound, ReferenceReused
 from payrelay.kit.ids import new_id
+from payrelay.kit.locks import KeyedLocks
 from payrelay.kit.validation import CENT, plain_text, raise_field_errors
 from payrelay.transfers.lifecycle import Cause, effective_status
+from payrelay.transfers.opening import OpenedOrder, check_pair, open_order
 from payrelay.transfers.repository import TransferRepository
 from payrelay.transfers.schemas import (
     REFERENCE_MAX,
@@ -50,20 +53,72 @@ def sandbox_link(context: AppContext, transfer_id: str) -> str:
 async def create_transfer(
     context: AppContext, caller: Caller, request: TransferRequestIn
 ) -> Created:
-    """Create the transfer, or replay the original answer for an identical retry.
+    """Open the order at the issuer, then store the transfer; or replay an identical retry.
 
-    The unique constraint on (merchant, mode, reference) decides concurrent creates: exactly one
-    insert wins and every other request reads the winner.
+    An identical retry is answered from the store before the issuer is asked again. Creates of
+    one reference in this process are serialised, and across processes the unique constraint on
+    (merchant, mode, reference) decides: exactly one insert wins, every other request reads it.
     """
-    if caller.mode is Mode.LIVE:
-        raise ServiceUnavailable(
-            f"The {request.issuer} issuer connector is not configured; live transfer requests "
-            "cannot be opened yet. Use a test key to work against the sandbox."
-        )
+    check_pair(request)
     fingerprint = request.fingerprint()
-    now = utcnow()
-    transfer_id = new_id("tr")
-    transfer = Transfer(
+    async with _creating.hold((caller.merchant_id, caller.mode.value, request.reference)):
+        replay = await _replay(context, caller, request.reference, fingerprint)
+        if replay is not None:
+            return replay
+        now = utcnow()
+        expires_at = now + context.settings.default_expiry
+        opened = await open_order(context, caller, request, expires_at)
+        transfer_id = new_id("tr")
+        transfer = _new_transfer(
+            context, caller, request, fingerprint, transfer_id, now, expires_at, opened
+        )
+        created = TransferTransition(
+            transfer_id=transfer_id,
+            from_status=None,
+            to_status=TransferStatus.PENDING.value,
+            cause=Cause.CREATE.value,
+            at=now,
+        )
+        try:
+            async with context.database.write() as session:
+                await TransferRepository(session).add(transfer, created)
+        except IntegrityError:
+            replay = await _replay(context, caller, request.reference, fingerprint)
+            if replay is None:
+                raise
+            return replay
+        return Created(transfer.link, replayed=False)
+
+
+_creating = KeyedLocks()
+
+
+async def _replay(
+    context: AppContext, caller: Caller, reference: str, fingerprint: str
+) -> Created | None:
+    async with context.database.read() as session:
+        existing = await TransferRepository(session).by_reference(caller, reference)
+    if existing is None:
+        return None
+    if existing.request_fingerprint != fingerprint:
+        raise ReferenceReused(context.settings.base_url)
+    return Created(existing.link, replayed=True)
+
+
+def _new_transfer(
+    context: AppContext,
+    caller: Caller,
+    request: TransferRequestIn,
+    fingerprint: str,
+    transfer_id: str,
+    now: datetime,
+    expires_at: datetime,
+    opened: OpenedOrder,
+) -> Transfer:
+    # Test mode answers payrelay's own checkout page, whose buttons drive the issuer simulator;
+    # live mode answers the issuer's link.
+    link = sandbox_link(context, transfer_id) if caller.mode is Mode.TEST else opened.link
+    return Transfer(
         id=transfer_id,
         merchant_id=caller.merchant_id,
         mode=caller.mode.value,
@@ -83,33 +138,22 @@ async def create_transfer(
         custom_reference=request.customReference,
         merchant_category_code=request.merchantCategoryCode,
         goods_type=request.goodsType,
-        link=sandbox_link(context, transfer_id),
+        link=link,
         status=TransferStatus.PENDING.value,
         status_changed_at=now,
-        expires_at=now + context.settings.default_expiry,
+        expires_at=expires_at,
         created_at=now,
         paid_late=False,
         payment_count=0,
+        trade_no=opened.trade_no,
+        issuer_order_id=opened.issuer_order_id,
+        issuer_link=opened.link,
+        issuer_details=opened.details_json,
+        pay_currency=opened.priced.pay_currency,
+        pay_amount=opened.priced.pay_amount,
+        rate=opened.priced.rate,
+        rate_at=opened.priced.rate_at,
     )
-    created = TransferTransition(
-        transfer_id=transfer_id,
-        from_status=None,
-        to_status=TransferStatus.PENDING.value,
-        cause=Cause.CREATE.value,
-        at=now,
-    )
-    try:
-        async with context.database.write() as session:
-            await TransferRepository(session).add(transfer, created)
-    except IntegrityError:
-        async with context.database.read() as session:
-            existing = await TransferRepository(session).by_reference(caller, request.reference)
-        if existing is None:
-            raise
-        if existing.request_fingerprint != fingerprint:
-            raise ReferenceReused(context.settings.base_url) from None
-        return Created(existing.link, replayed=True)
-    return Created(transfer.link, replayed=False)
 
 
 def validate_path_reference(reference: str) -> str:

@@ -21,12 +21,13 @@ from payrelay.db.models import Transfer
 from payrelay.db.types import utcnow
 from payrelay.issuers.base import Issuer, IssuerError, OrderReport, OrderState
 from payrelay.issuers.orders import order_request_for
-from payrelay.transfers.lifecycle import Cause, transition
+from payrelay.transfers.lifecycle import Cause, record_expiry
 from payrelay.transfers.repository import TransferRepository
 from payrelay.transfers.schemas import TransferStatus
 from payrelay.transfers.settlement import apply_issuer_state
 
 BATCH = 100
+CONCURRENT_POLLS = 8  # issuer queries in flight at once, per process
 log = structlog.get_logger("payrelay.reconciler")
 
 
@@ -44,16 +45,23 @@ async def _due(context: AppContext, now: datetime, min_age: timedelta) -> list[T
                 ),
                 or_(Transfer.last_polled_at.is_(None), Transfer.last_polled_at <= now - min_age),
             )
-            .order_by(Transfer.expires_at)
+            # Never-polled transfers first (a fresh payment is the likeliest to have moved), then
+            # the longest unpolled, so a large backlog cannot starve anyone.
+            .order_by(
+                Transfer.last_polled_at.is_not(None),
+                Transfer.last_polled_at,
+                Transfer.expires_at,
+            )
             .limit(BATCH)
         )
         return list(result)
 
 
-async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datetime) -> None:
+async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datetime) -> bool:
+    """Poll one transfer's order and apply the answer; True if the transfer's status changed."""
     connector = context.connectors.get(Issuer(transfer.issuer), Mode(transfer.mode))
     if connector is None:
-        return
+        return False
     order = order_request_for(transfer)
     report: OrderReport | None
     try:
@@ -70,13 +78,15 @@ async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datet
     async with context.database.write() as session:
         row = await TransferRepository(session).by_id(transfer.id, for_update=True)
         if row is None:
-            return
+            return False
         row.last_polled_at = now
+        before = row.status
         if report is not None and not _still_open(report):
             await apply_issuer_state(session, row, report.state, report.payments, Cause.POLL, now)
-        elif overdue and row.status == TransferStatus.PENDING and report is not None:
-            # The issuer confirms nothing moved: the transfer ends as expired.
-            transition(session, row, TransferStatus.EXPIRED, Cause.EXPIRY, now)
+        if overdue and report is not None:
+            # The issuer was asked and no money moved: the transfer ends as expired.
+            record_expiry(session, row, now)
+        return row.status != before
 
 
 def _still_open(report: OrderReport) -> bool:
@@ -84,12 +94,16 @@ def _still_open(report: OrderReport) -> bool:
 
 
 async def reconcile_once(context: AppContext, now: datetime | None = None) -> int:
-    """One pass over the transfers due for a poll; returns how many were polled."""
+    """One pass over the transfers due for a poll; returns how many changed status."""
     now = now or utcnow()
     due = await _due(context, now, context.settings.reconcile_interval)
-    for transfer in due:
-        await reconcile_transfer(context, transfer, now)
-    return len(due)
+    gate = asyncio.Semaphore(CONCURRENT_POLLS)
+
+    async def poll(transfer: Transfer) -> bool:
+        async with gate:
+            return await reconcile_transfer(context, transfer, now)
+
+    return sum(await asyncio.gather(*(poll(transfer) for transfer in due)))
 
 
 async def run_reconciler_loop(context: AppContext) -> None:

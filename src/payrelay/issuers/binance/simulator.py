@@ -506,7 +506,9 @@ def _add_api(app: FastAPI, sim: BinancePaySim) -> None:
     async def api(request: Request, rest: str) -> Response:
         received = _now_ms()
         body = await request.body()
-        faulted = await _unless_disconnected(request, simkit.api_fault(sim.faults, unknown_error))
+        faulted = await _unless_disconnected(
+            request, simkit.api_fault(sim.faults, unknown_error, request.url.path)
+        )
         if faulted is not None:
             return faulted
         handler = routes.get(f"/binancepay/openapi/{rest}")

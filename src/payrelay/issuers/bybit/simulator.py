@@ -361,7 +361,7 @@ def create_simulator(
 
     @app.post(CREATE_PAY_PATH)
     async def create_pay(request: Request) -> Response:
-        if (fault := await api_fault(faults, _internal_error)) is not None:
+        if (fault := await api_fault(faults, _internal_error, request.url.path)) is not None:
             return fault
         raw = await request.body()
         try:
@@ -376,7 +376,7 @@ def create_simulator(
 
     @app.get(PAY_RESULT_PATH)
     async def pay_result(request: Request) -> Response:
-        if (fault := await api_fault(faults, _internal_error)) is not None:
+        if (fault := await api_fault(faults, _internal_error, request.url.path)) is not None:
             return fault
         params = request.query_params
         try:

@@ -255,8 +255,8 @@ def create_simulator(
     async def fault(request: Request) -> Response | None:
         """``api_fault``, abandoned when the caller hangs up (so a hang never outlives a test)."""
         if not (faults.hang_next or faults.latency_seconds):
-            return await api_fault(faults, _server_error)
-        applied = asyncio.ensure_future(api_fault(faults, _server_error))
+            return await api_fault(faults, _server_error, request.url.path)
+        applied = asyncio.ensure_future(api_fault(faults, _server_error, request.url.path))
         gone = asyncio.ensure_future(_until_disconnected(request))
         done, pending = await asyncio.wait({applied, gone}, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
