@@ -404,3 +404,45 @@ def _order_for(keys: MerchantKeys, body: dict[str, Any]) -> OrderRequest:
         notify_url="http://payrelay.test/issuers/bybit/notifications",
         expires_at=datetime.now(UTC) + timedelta(minutes=15),
     )
+
+
+class TestValrLatePayment:
+    async def test_a_credit_after_expiry_is_found_and_processed_late(self, api: Harness) -> None:
+        keys = await api.merchant()
+        body = await create_transfer(api, keys, issuer="Valr", currency="ZAR", amount=100)
+        await update_transfer(api, keys.merchant_id, body["reference"], expires_at=_moments_ago(5))
+        deadline = time.monotonic() + 12
+        while True:  # wait until the expiry is written down
+            if api.transport == "inproc":
+                await api.sweep()
+            stored = await stored_transfer(api, keys.merchant_id, body["reference"])
+            assert stored is not None
+            if stored.status == "expired":
+                break
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.3)
+        await control(
+            api,
+            "Valr",
+            "credits",
+            {
+                "payId": body["merchantID"],
+                "amount": "100",
+                "currency": "ZAR",
+                "note": stored.trade_no,
+                "status": "COMPLETE",
+            },
+        )
+        deadline = time.monotonic() + 12
+        while True:
+            if api.transport == "inproc":
+                await update_transfer(api, keys.merchant_id, body["reference"], last_polled_at=None)
+                await api.sweep()
+            stored = await stored_transfer(api, keys.merchant_id, body["reference"])
+            assert stored is not None
+            if stored.status == "processed":
+                break
+            assert time.monotonic() < deadline, "the late VALR credit was not found"
+            await asyncio.sleep(0.3)
+        assert stored.paid_late is True
+        assert [c for _, _, c in await transitions(api, stored.id)] == ["create", "expiry", "poll"]

@@ -48,9 +48,9 @@ class Settings(BaseSettings):
     valr_pay_url: str = "https://www.valr.com/payments/send"
     rate_provider_url: str = "https://api.valr.com"
     rate_cache_ttl: timedelta = timedelta(seconds=30)
-    # Test mode talks to simulators: mounted in this server at /simulators/{issuer} when unset.
-    simulator_base_url: str | None = None
     reconcile_interval: timedelta = timedelta(seconds=10)
+    # How long after expiry a VALR transfer is still polled for late or duplicate credits.
+    late_payment_window: timedelta = timedelta(hours=1)
 
     @property
     def base_url(self) -> str:

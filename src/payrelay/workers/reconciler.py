@@ -32,6 +32,7 @@ log = structlog.get_logger("payrelay.reconciler")
 
 
 async def _due(context: AppContext, now: datetime, min_age: timedelta) -> list[Transfer]:
+    """Transfers whose issuer should be asked again now."""
     async with context.database.read() as session:
         result = await session.scalars(
             select(Transfer)
@@ -39,9 +40,11 @@ async def _due(context: AppContext, now: datetime, min_age: timedelta) -> list[T
                 Transfer.trade_no.is_not(None),
                 or_(
                     Transfer.status == TransferStatus.PENDING,
+                    # VALR pushes nothing: keep watching a settled or expired VALR transfer for
+                    # a while, so a second credit (duplicate) or a late one is still found.
                     (Transfer.issuer == Issuer.VALR.value)
-                    & (Transfer.status == TransferStatus.PROCESSED)
-                    & (Transfer.expires_at > now),
+                    & Transfer.status.in_((TransferStatus.PROCESSED, TransferStatus.EXPIRED))
+                    & (Transfer.expires_at > now - context.settings.late_payment_window),
                 ),
                 or_(Transfer.last_polled_at.is_(None), Transfer.last_polled_at <= now - min_age),
             )
@@ -67,8 +70,21 @@ async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datet
     try:
         report = await connector.query_order(order, transfer.issuer_order_id)
     except IssuerError as exc:
-        log.info("reconcile.query_failed", transfer_id=transfer.id, error=type(exc).__name__)
+        log.info(
+            "reconcile.query_failed",
+            transfer_id=transfer.id,
+            issuer=transfer.issuer,
+            error=type(exc).__name__,
+            detail=str(exc)[:200],
+        )
         report = None
+    if report is not None and "UNDERPAID" in report.raw_status:
+        log.warning(
+            "reconcile.underpaid",
+            transfer_id=transfer.id,
+            issuer=transfer.issuer,
+            raw_status=report.raw_status[:200],
+        )
     overdue = transfer.expires_at <= now
     if overdue and connector.supports_close and (report is None or _still_open(report)):
         try:
