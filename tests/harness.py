@@ -37,6 +37,7 @@ class MerchantKeys:
     merchant_id: str
     test_key: str
     live_key: str
+    webhook_secret: str = ""
 
     @property
     def test(self) -> dict[str, str]:
@@ -61,10 +62,10 @@ class Harness:
     extra: dict[str, Any] = field(default_factory=dict)
 
     async def merchant(self, name: str = "Shop") -> MerchantKeys:
-        merchant = await merchants.create_merchant(self.database, name)
+        merchant, webhook_secret = await merchants.onboard(self.database, self.secret, name)
         test = await merchants.create_key(self.database, self.secret, merchant.id, Mode.TEST)
         live = await merchants.create_key(self.database, self.secret, merchant.id, Mode.LIVE)
-        return MerchantKeys(merchant.id, test.key, live.key)
+        return MerchantKeys(merchant.id, test.key, live.key, webhook_secret)
 
     async def sweep(self) -> int:
         """Run what the server's background loops run: the reconciler, then the expiry sweep.

@@ -21,6 +21,9 @@ from payrelay.momo.endpoints import router as momo_router
 from payrelay.openapi import install_openapi
 from payrelay.sandbox.endpoints import router as sandbox_router
 from payrelay.transfers.endpoints import router as transfers_router
+from payrelay.webhooks.dispatcher import Dispatcher
+from payrelay.webhooks.endpoints import metrics_router
+from payrelay.webhooks.endpoints import router as webhooks_router
 from payrelay.workers.expiry import run_expiry_loop
 from payrelay.workers.reconciler import run_reconciler_loop
 
@@ -48,10 +51,13 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
         )
         app.state.context = context
         tasks: list[asyncio.Task[None]] = []
+        dispatcher: Dispatcher | None = None
         if run_workers:
             interval = settings.expiry_sweep_interval.total_seconds()
             tasks.append(asyncio.create_task(run_expiry_loop(database, interval)))
             tasks.append(asyncio.create_task(run_reconciler_loop(context)))
+            dispatcher = Dispatcher(context)
+            tasks.append(asyncio.create_task(dispatcher.run()))
         try:
             yield
         finally:
@@ -60,6 +66,8 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            if dispatcher is not None:
+                await dispatcher.aclose()
             await wiring.aclose()
             await database.dispose()
 
@@ -80,6 +88,8 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
     app.include_router(momo_router)
     app.include_router(sandbox_router)
     app.include_router(issuer_router)
+    app.include_router(webhooks_router)
+    app.include_router(metrics_router)
     app.include_router(health.router)
     wiring = build_wiring(settings, app)
     for issuer, handle in wiring.simulators.items():

@@ -52,6 +52,24 @@ class Settings(BaseSettings):
     # How long after expiry a VALR transfer is still polled for late or duplicate credits.
     late_payment_window: timedelta = timedelta(hours=1)
 
+    # Merchant webhooks. The schedule is the delay before each attempt, in seconds.
+    webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
+    webhook_timeout: timedelta = timedelta(seconds=10)
+    webhook_concurrency: int = Field(default=64, ge=1)
+    webhook_endpoint_concurrency: int = Field(default=4, ge=1)
+    webhook_lease: timedelta = timedelta(seconds=60)
+    webhook_poll_interval: timedelta = timedelta(milliseconds=500)
+    # CIDRs that live-mode webhook URLs may reach although private (e.g. "10.1.0.0/16").
+    webhook_allowlist: str = ""
+
+    @property
+    def webhook_delays(self) -> list[float]:
+        return [float(part) for part in self.webhook_schedule.split(",") if part.strip()]
+
+    @property
+    def webhook_allowed_networks(self) -> list[str]:
+        return [part.strip() for part in self.webhook_allowlist.split(",") if part.strip()]
+
     @property
     def base_url(self) -> str:
         """The address merchants and payers reach us at, without a trailing slash."""

@@ -13,6 +13,7 @@ from payrelay.app import create_app
 from payrelay.auth.keys import Mode
 from payrelay.cli.output import emit, fail, parse_duration
 from payrelay.cli.simulate import simulate
+from payrelay.cli.webhooks import webhook_app, worker
 from payrelay.config import Settings
 from payrelay.db import migrate as migrations
 from payrelay.db.engine import Database
@@ -26,6 +27,8 @@ key_app = typer.Typer(help="Manage API keys.", no_args_is_help=True)
 app.add_typer(merchant_app, name="merchant")
 app.add_typer(key_app, name="key")
 app.command("simulate")(simulate)
+app.command("worker")(worker)
+app.add_typer(webhook_app, name="webhook")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 T = TypeVar("T")
@@ -82,9 +85,14 @@ def serve(
         database = _database(settings)
 
         async def create_demo() -> dict[str, object]:
-            merchant = await merchants.create_merchant(database, "Demo Merchant")
+            merchant, webhook_secret = await merchants.onboard(database, secret, "Demo Merchant")
             key = await merchants.create_key(database, secret, merchant.id, Mode.TEST)
-            return {"merchant_id": merchant.id, "merchant_name": merchant.name, "test_key": key.key}
+            return {
+                "merchant_id": merchant.id,
+                "merchant_name": merchant.name,
+                "test_key": key.key,
+                "webhook_secret": webhook_secret,
+            }
 
         info.update(_run(as_json, _disposing(database, create_demo())))
     emit(info, as_json)
@@ -105,8 +113,42 @@ def merchant_create(name: str, as_json: JsonFlag = False) -> None:
     """Create a merchant."""
     settings = Settings()
     database = _database(settings)
-    merchant = _run(as_json, _disposing(database, merchants.create_merchant(database, name)))
-    emit({"id": merchant.id, "name": merchant.name}, as_json)
+    try:
+        secret = settings.resolved_key_hash_secret()
+    except ValueError as exc:
+        raise fail(str(exc), as_json) from None
+    merchant, webhook_secret = _run(
+        as_json, _disposing(database, merchants.onboard(database, secret, name))
+    )
+    emit({"id": merchant.id, "name": merchant.name, "webhook_secret": webhook_secret}, as_json)
+
+
+@merchant_app.command("rotate-secret")
+def merchant_rotate_secret(
+    merchant_id: str,
+    overlap: Annotated[
+        str, typer.Option("--overlap", help="How long the old secret keeps signing, e.g. 24h.")
+    ] = "24h",
+    as_json: JsonFlag = False,
+) -> None:
+    """Make a new webhook signing secret; during the overlap payrelay signs with both."""
+    settings = Settings()
+    lifetime = parse_duration(overlap)
+    database = _database(settings)
+    try:
+        secret = settings.resolved_key_hash_secret()
+    except ValueError as exc:
+        raise fail(str(exc), as_json) from None
+    webhook_secret, old_until = _run(
+        as_json,
+        _disposing(
+            database, merchants.rotate_webhook_secret(database, secret, merchant_id, lifetime)
+        ),
+    )
+    emit(
+        {"merchant_id": merchant_id, "webhook_secret": webhook_secret, "old_expires_at": old_until},
+        as_json,
+    )
 
 
 @key_app.command("create")

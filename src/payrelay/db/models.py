@@ -134,6 +134,7 @@ class MomoTransaction(Base):
     transaction_id: Mapped[str] = mapped_column(String(15))
     status: Mapped[str] = mapped_column(String(16))
     confirmation_id: Mapped[str] = mapped_column(String(10), default="")
+    webhook_url: Mapped[str | None] = mapped_column(String(256), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     status_changed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -171,3 +172,60 @@ class TransferPayment(Base):
     currency: Mapped[str] = mapped_column(String(8))
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class WebhookSecret(Base):
+    """A merchant's webhook signing secret, encrypted with a key derived from the server secret.
+
+    Several may be active at once: during a rotation's overlap payrelay signs with each.
+    """
+
+    __tablename__ = "webhook_secrets"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(ForeignKey("merchants.id"), index=True)
+    secret_encrypted: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class WebhookEvent(Base):
+    """The outbox: written in the same transaction as the state change it reports."""
+
+    __tablename__ = "webhook_events"
+    __table_args__ = (
+        Index("ix_webhook_events_due", "state", "next_attempt_at"),
+        Index("ix_webhook_events_reference", "merchant_id", "mode", "reference"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(ForeignKey("merchants.id"))
+    mode: Mapped[str] = mapped_column(String(4))
+    type: Mapped[str] = mapped_column(String(32))
+    reference: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    url: Mapped[str] = mapped_column(String(256))
+    # scheme://host:port of ``url``: deliveries are limited per endpoint, so one slow
+    # receiver cannot hold up anyone else's.
+    endpoint: Mapped[str] = mapped_column(String(256))
+    payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    state: Mapped[str] = mapped_column(String(16))  # pending, succeeded, failed
+    attempt_count: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+
+
+class WebhookAttempt(Base):
+    """One HTTP attempt to deliver an event, kept for the merchant to inspect."""
+
+    __tablename__ = "webhook_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(ForeignKey("webhook_events.id"), index=True)
+    attempted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    response_body: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(String(500), nullable=True)

@@ -12,6 +12,7 @@ from payrelay.db.types import utcnow
 from payrelay.errors import BadRequest, NotFound
 from payrelay.kit.ids import new_id
 from payrelay.merchants.repository import MerchantRepository
+from payrelay.webhooks import secrets as webhook_secrets
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,26 @@ async def create_merchant(database: Database, name: str) -> Merchant:
         merchant = Merchant(id=new_id("mer"), name=name, created_at=utcnow())
         await MerchantRepository(session).add(merchant)
     return merchant
+
+
+async def onboard(database: Database, server_secret: bytes, name: str) -> tuple[Merchant, str]:
+    """A new merchant with its first webhook signing secret (returned once, in plaintext)."""
+    merchant = await create_merchant(database, name)
+    async with database.write() as session:
+        secret = await webhook_secrets.create(session, server_secret, merchant.id, utcnow())
+    return merchant, secret
+
+
+async def rotate_webhook_secret(
+    database: Database, server_secret: bytes, merchant_id: str, overlap: timedelta
+) -> tuple[str, datetime]:
+    """A new webhook secret; the old ones keep signing too until ``overlap`` has passed."""
+    now = utcnow()
+    async with database.write() as session:
+        if await MerchantRepository(session).get(merchant_id) is None:
+            raise NotFound(f"No merchant with id {merchant_id!r}.")
+        secret = await webhook_secrets.rotate(session, server_secret, merchant_id, now, overlap)
+    return secret, now + overlap
 
 
 async def create_key(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
+
+from payrelay.kit.validation import HttpUrlText
 
 # ASCII letters and digits only; fullmatch so a trailing newline cannot slip past ``$``.
 TRANSACTION_ID = re.compile(r"[A-Za-z0-9]{5,15}")
@@ -26,8 +28,13 @@ class MomoStatusOut(BaseModel):
 
 
 class SandboxMomoIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
     transactionId: str | None = Field(
         default=None, description="5 to 15 ASCII letters and digits; generated when omitted."
+    )
+    webhookUrl: HttpUrlText | None = Field(
+        default=None, description="Where momo.successful / momo.unsuccessful events go."
     )
 
 

@@ -10,14 +10,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import ValidationError
 
 from payrelay.auth.dependencies import Authenticated
 from payrelay.context import AppContext, get_context
 from payrelay.db.types import iso_utc
 from payrelay.errors import BadRequest, Shape, error_responses
-from payrelay.kit.jsonio import ExactJSONResponse, is_json_content_type, loads_exact
-from payrelay.kit.validation import CENT
-from payrelay.momo.schemas import MomoStatus, MomoStatusOut, SandboxMomoCreated
+from payrelay.kit.jsonio import ExactJSONResponse, read_json_object
+from payrelay.kit.validation import CENT, raise_field_errors
+from payrelay.momo.schemas import MomoStatus, MomoStatusOut, SandboxMomoCreated, SandboxMomoIn
 from payrelay.sandbox import service
 from payrelay.sandbox.service import Outcome
 from payrelay.transfers.schemas import PaymentStatusOut, TransferStatus
@@ -105,24 +106,16 @@ async def create_momo(
     request: Request, caller: Authenticated, context: Context
 ) -> ExactJSONResponse:
     """Create a Pending transaction; ``transactionId`` is optional and generated when omitted."""
-    transaction_id: str | None = None
-    raw = await request.body()
-    if raw.strip():
-        if not is_json_content_type(request.headers.get("content-type")):
-            raise BadRequest("Content-Type must be application/json.")
+    request_body = SandboxMomoIn()
+    if (await request.body()).strip():
+        body = await read_json_object(request)
         try:
-            body = loads_exact(raw)
-        except ValueError:
-            raise BadRequest("The body is not valid JSON.") from None
-        if not isinstance(body, dict) or set(body) - {"transactionId"}:
-            raise BadRequest("The body must be an object with at most a transactionId.")
-        value = body.get("transactionId")
-        if value is not None and not isinstance(value, str):
-            raise BadRequest(
-                "transactionId must be a string.", details={"transactionId": "must be a string"}
-            )
-        transaction_id = value
-    created = await service.create_momo(context, caller, transaction_id)
+            request_body = SandboxMomoIn.model_validate(body)
+        except ValidationError as exc:
+            raise raise_field_errors(exc) from None
+    created = await service.create_momo(
+        context, caller, request_body.transactionId, request_body.webhookUrl
+    )
     return ExactJSONResponse({"transactionId": created}, status_code=201)
 
 

@@ -23,6 +23,7 @@ from payrelay.momo.service import check_transaction_id
 from payrelay.transfers.lifecycle import ALLOWED, effective_status
 from payrelay.transfers.repository import TransferRepository
 from payrelay.transfers.schemas import TransferStatus
+from payrelay.webhooks import outbox
 from payrelay.workers.reconciler import reconcile_transfer
 
 CONFIRMATION_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -117,7 +118,9 @@ async def _play_payer(context: AppContext, transfer: Transfer, outcome: Outcome)
     return settled
 
 
-async def create_momo(context: AppContext, caller: Caller, transaction_id: str | None) -> str:
+async def create_momo(
+    context: AppContext, caller: Caller, transaction_id: str | None, webhook_url: str | None = None
+) -> str:
     require_test_mode(caller)
     if transaction_id is None:
         transaction_id = random_base62(12)
@@ -131,6 +134,7 @@ async def create_momo(context: AppContext, caller: Caller, transaction_id: str |
         transaction_id=transaction_id,
         status=MomoStatus.PENDING.value,
         confirmation_id="",
+        webhook_url=webhook_url,
         created_at=now,
         status_changed_at=now,
     )
@@ -157,4 +161,5 @@ async def settle_momo(
         row.status_changed_at = utcnow()
         if target is MomoStatus.SUCCESSFUL:
             row.confirmation_id = "".join(secrets.choice(CONFIRMATION_ALPHABET) for _ in range(10))
+        outbox.momo_changed(session, row, row.webhook_url, row.status_changed_at)
     return row

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.errors import Conflict
 from payrelay.transfers.schemas import TransferStatus
+from payrelay.webhooks import outbox
 
 
 class Cause(StrEnum):
@@ -87,3 +88,4 @@ def _record(
     )
     transfer.status = target.value
     transfer.status_changed_at = at
+    outbox.transfer_changed(session, transfer, target.value, at)

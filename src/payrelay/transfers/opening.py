@@ -52,7 +52,7 @@ def check_pair(request: TransferRequestIn) -> None:
         )
 
 
-def _connector(context: AppContext, caller: Caller, issuer: Issuer) -> IssuerConnector:
+def require_connector(context: AppContext, caller: Caller, issuer: Issuer) -> IssuerConnector:
     connector = context.connectors.get(issuer, caller.mode)
     if connector is None:
         raise ServiceUnavailable(
@@ -66,7 +66,7 @@ async def open_order(
     context: AppContext, caller: Caller, request: TransferRequestIn, expires_at: datetime
 ) -> OpenedOrder:
     issuer = Issuer(request.issuer)
-    connector = _connector(context, caller, issuer)
+    connector = require_connector(context, caller, issuer)
     rates = context.connectors.rate_source(caller.mode)
     if rates is None:
         raise ServiceUnavailable("No exchange-rate provider is configured.")

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from payrelay.auth.dependencies import Caller
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.transfers.schemas import TransferStatus
+from payrelay.webhooks import outbox
 
 
 class TransferRepository:
@@ -88,6 +89,14 @@ class TransferRepository:
                     at=expired_at,
                 )
             )
+        if rows:
+            expired = await self.session.scalars(
+                select(Transfer).where(Transfer.id.in_([row[0] for row in rows]))
+            )
+            for transfer in expired:
+                outbox.transfer_changed(
+                    self.session, transfer, TransferStatus.EXPIRED, transfer.expires_at
+                )
         await self.session.flush()
         return [row[0] for row in rows]
 

@@ -16,12 +16,13 @@ from payrelay.auth.keys import Mode
 from payrelay.context import AppContext
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.db.types import utcnow
-from payrelay.errors import BadRequest, NotFound, ReferenceReused
+from payrelay.errors import BadRequest, NotFound, ReferenceReused, ValidationFailed
+from payrelay.issuers.base import Issuer
 from payrelay.kit.ids import new_id
 from payrelay.kit.locks import KeyedLocks
 from payrelay.kit.validation import CENT, plain_text, raise_field_errors
 from payrelay.transfers.lifecycle import Cause, effective_status
-from payrelay.transfers.opening import OpenedOrder, check_pair, open_order
+from payrelay.transfers.opening import OpenedOrder, check_pair, open_order, require_connector
 from payrelay.transfers.repository import TransferRepository
 from payrelay.transfers.schemas import (
     REFERENCE_MAX,
@@ -29,6 +30,7 @@ from payrelay.transfers.schemas import (
     TransferRequestIn,
     TransferStatus,
 )
+from payrelay.webhooks.ssrf import UnsafeUrl, UrlPolicy, check_url
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ async def create_transfer(
     (merchant, mode, reference) decides: exactly one insert wins, every other request reads it.
     """
     check_pair(request)
+    require_connector(context, caller, Issuer(request.issuer))
+    if caller.mode is Mode.LIVE:
+        await check_webhook_url(context, request.webhookUrl)
     fingerprint = request.fingerprint()
     async with _creating.hold((caller.merchant_id, caller.mode.value, request.reference)):
         replay = await _replay(context, caller, request.reference, fingerprint)
@@ -91,6 +96,16 @@ async def create_transfer(
 
 
 _creating = KeyedLocks()
+
+
+async def check_webhook_url(context: AppContext, url: str) -> None:
+    """Live mode: the webhook must be https and must not reach an internal address. Checked
+    here and again at every delivery against the address actually dialled."""
+    policy = UrlPolicy.for_mode(True, context.settings.webhook_allowed_networks)
+    try:
+        await check_url(url, policy)
+    except UnsafeUrl as exc:
+        raise ValidationFailed({"webhookUrl": str(exc)}) from None
 
 
 async def _replay(

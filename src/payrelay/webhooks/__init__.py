@@ -1,0 +1,1 @@
+"""Merchant webhooks: an outbox written with each state change, signed, retried, inspectable."""
