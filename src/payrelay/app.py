@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from payrelay import __version__, health
+from payrelay.auth.keys import Mode
 from payrelay.config import Settings
 from payrelay.context import AppContext
 from payrelay.db.engine import Database
@@ -35,7 +36,9 @@ Every error body is one of four shapes, A to D; see each operation's responses.
 """
 
 
-def create_app(settings: Settings | None = None, *, run_workers: bool = True) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, run_workers: bool = True, serving: bool = True
+) -> FastAPI:
     """Build the ASGI app. Migrations are not run here: ``payrelay serve`` applies them first."""
     settings = settings or Settings()
 
@@ -55,7 +58,8 @@ def create_app(settings: Settings | None = None, *, run_workers: bool = True) ->
         if run_workers:
             interval = settings.expiry_sweep_interval.total_seconds()
             tasks.append(asyncio.create_task(run_expiry_loop(database, interval)))
-            tasks.append(asyncio.create_task(run_reconciler_loop(context)))
+            modes = tuple(Mode) if serving else (Mode.LIVE,)
+            tasks.append(asyncio.create_task(run_reconciler_loop(context, modes)))
             dispatcher = Dispatcher(context)
             tasks.append(asyncio.create_task(dispatcher.run()))
         try:

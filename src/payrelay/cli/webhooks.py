@@ -88,7 +88,7 @@ def worker(as_json: JsonFlag = False) -> None:
     settings = Settings()
     configure_logging(settings.log_level)
     migrations.upgrade(settings.database_url)
-    app = create_app(settings, run_workers=True)
+    app = create_app(settings, run_workers=True, serving=False)
     emit({"worker": "started", "database": settings.database_url.split("@")[-1]}, as_json)
 
     async def run() -> None:

@@ -10,7 +10,6 @@ otherwise. Use the raw request body exactly as received.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +20,5 @@ __all__ = ["WebhookVerificationError", "verify_webhook"]
 
 def verify_webhook(secret: str, headers: Mapping[str, str], body: bytes | str) -> dict[str, Any]:
     lowered = {name.lower(): value for name, value in headers.items()}
-    payload = body.decode() if isinstance(body, bytes) else body
-    Webhook(secret).verify(payload, lowered)
-    event: dict[str, Any] = json.loads(payload)
+    event: dict[str, Any] = Webhook(secret).verify(body, lowered)
     return event

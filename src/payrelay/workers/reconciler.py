@@ -31,13 +31,16 @@ CONCURRENT_POLLS = 8  # issuer queries in flight at once, per process
 log = structlog.get_logger("payrelay.reconciler")
 
 
-async def _due(context: AppContext, now: datetime, min_age: timedelta) -> list[Transfer]:
+async def _due(
+    context: AppContext, now: datetime, min_age: timedelta, modes: tuple[Mode, ...]
+) -> list[Transfer]:
     """Transfers whose issuer should be asked again now."""
     async with context.database.read() as session:
         result = await session.scalars(
             select(Transfer)
             .where(
                 Transfer.trade_no.is_not(None),
+                Transfer.mode.in_([mode.value for mode in modes]),
                 or_(
                     Transfer.status == TransferStatus.PENDING,
                     # VALR pushes nothing: keep watching a settled or expired VALR transfer for
@@ -109,10 +112,12 @@ def _still_open(report: OrderReport) -> bool:
     return report.state in (OrderState.PENDING, OrderState.NOT_FOUND)
 
 
-async def reconcile_once(context: AppContext, now: datetime | None = None) -> int:
+async def reconcile_once(
+    context: AppContext, now: datetime | None = None, modes: tuple[Mode, ...] = tuple(Mode)
+) -> int:
     """One pass over the transfers due for a poll; returns how many changed status."""
     now = now or utcnow()
-    due = await _due(context, now, context.settings.reconcile_interval)
+    due = await _due(context, now, context.settings.reconcile_interval, modes)
     gate = asyncio.Semaphore(CONCURRENT_POLLS)
 
     async def poll(transfer: Transfer) -> bool:
@@ -122,11 +127,13 @@ async def reconcile_once(context: AppContext, now: datetime | None = None) -> in
     return sum(await asyncio.gather(*(poll(transfer) for transfer in due)))
 
 
-async def run_reconciler_loop(context: AppContext) -> None:
+async def run_reconciler_loop(context: AppContext, modes: tuple[Mode, ...] = tuple(Mode)) -> None:
+    """Test-mode orders live in the simulators of the serving process, so a standalone worker
+    reconciles live mode only."""
     interval = context.settings.reconcile_interval.total_seconds()
     while True:
         try:
-            await reconcile_once(context)
+            await reconcile_once(context, modes=modes)
         except asyncio.CancelledError:
             raise
         except Exception:
