@@ -24,7 +24,8 @@ def transfer_body(**overrides: Any) -> dict[str, Any]:
         "terminalType": "WEB",
         "successUrl": "https://shop.example/ok",
         "failedUrl": "https://shop.example/failed",
-        "webhookUrl": "https://shop.example/hooks/payrelay",
+        # Loopback, so that a dispatcher (if one runs) never looks up a name or leaves the host.
+        "webhookUrl": "http://127.0.0.1:9/hooks/payrelay",
     }
     for name, value in overrides.items():
         if value is MISSING:

@@ -110,8 +110,11 @@ def server_env(database_url: str, port: int, **extra: str) -> dict[str, str]:
         PAYRELAY_RATE_LIMIT_PER_SECOND="0",
         PAYRELAY_RECONCILE_INTERVAL="PT1S",
         PAYRELAY_ISSUER_TIMEOUT="PT2S",
-        **extra,
+        # The general suite's webhook URLs are placeholders; tests/webhooks runs its own
+        # dispatchers against real local receivers.
+        PAYRELAY_WEBHOOK_DISPATCH="false",
     )
+    env.update(extra)
     return env
 
 

@@ -60,8 +60,9 @@ def create_app(
             tasks.append(asyncio.create_task(run_expiry_loop(database, interval)))
             modes = tuple(Mode) if serving else (Mode.LIVE,)
             tasks.append(asyncio.create_task(run_reconciler_loop(context, modes)))
-            dispatcher = Dispatcher(context)
-            tasks.append(asyncio.create_task(dispatcher.run()))
+            if settings.webhook_dispatch:
+                dispatcher = Dispatcher(context)
+                tasks.append(asyncio.create_task(dispatcher.run()))
         try:
             yield
         finally:

@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     late_payment_window: timedelta = timedelta(hours=1)
 
     # Merchant webhooks. The schedule is the delay before each attempt, in seconds.
+    webhook_dispatch: bool = True  # run the dispatcher in this process
     webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
     webhook_timeout: timedelta = timedelta(seconds=10)
     webhook_concurrency: int = Field(default=64, ge=1)
