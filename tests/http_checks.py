@@ -7,7 +7,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 from sqlalchemy import func, select, update
 
 from payrelay.auth.keys import Mode
@@ -17,57 +16,15 @@ from payrelay.merchants import service as merchants
 from payrelay.merchants.service import IssuedKey
 from tests.factories import new_reference, transfer_body
 from tests.harness import Harness, MerchantKeys
+from tests.shapes import assert_shape_b as assert_shape_b  # re-exported
+from tests.shapes import assert_shape_c as assert_shape_c
+from tests.shapes import assert_shape_d as assert_shape_d
 
 ISO_UTC_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
-
-
-def assert_shape_b(response: httpx.Response, status: int, phrase: str) -> dict[str, Any]:
-    """Shape B, exactly: ``{"error": reason phrase, "message": str, "statusCode": int}``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error", "message", "statusCode"}, body
-    assert body["error"] == phrase
-    assert type(body["statusCode"]) is int
-    assert body["statusCode"] == status
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    return dict(body)
-
-
-def assert_shape_c(
-    response: httpx.Response, status: int, details: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """Shape C, exactly: ``{"error": status int, "message": str, "details": object}``.
-
-    ``details`` defaults to ``{}``; pass the expected field map for validation errors."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error", "message", "details"}, body
-    assert type(body["error"]) is int
-    assert body["error"] == status
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert isinstance(body["details"], dict)
-    if details is not None:
-        assert body["details"] == details, body
-    return dict(body)
-
-
-def assert_shape_d(response: httpx.Response, status: int) -> str:
-    """Shape D, exactly: ``{"message": str}``; answers the message."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"message"}, body
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    return str(body["message"])
 
 
 def parse_iso_z(value: str) -> datetime:

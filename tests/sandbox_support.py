@@ -11,50 +11,9 @@ import httpx
 
 from tests.factories import transfer_body
 from tests.harness import MerchantKeys
-
-
-def assert_shape_a(response: httpx.Response, status: int, phrase: str) -> dict[str, Any]:
-    """Shape A, exactly: ``{"message", "error": reason phrase, "details": str, "statusCode"}``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"message", "error", "details", "statusCode"}, body
-    assert body["error"] == phrase
-    assert body["statusCode"] == status
-    assert type(body["statusCode"]) is int
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert isinstance(body["details"], str)
-    assert body["details"]
-    return dict(body)
-
-
-def assert_shape_b(response: httpx.Response, status: int, phrase: str) -> dict[str, Any]:
-    """Shape B, exactly: ``{"error": reason phrase, "message", "statusCode"}``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error", "message", "statusCode"}, body
-    assert body["error"] == phrase
-    assert body["statusCode"] == status
-    assert type(body["statusCode"]) is int
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    return dict(body)
-
-
-def assert_shape_c(response: httpx.Response, status: int) -> dict[str, Any]:
-    """Shape C, exactly: ``{"error": status int, "message", "details": {}}``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error", "message", "details"}, body
-    assert body["error"] == status
-    assert type(body["error"]) is int
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert isinstance(body["details"], dict)
-    return dict(body)
+from tests.shapes import assert_shape_a as assert_shape_a  # re-exported
+from tests.shapes import assert_shape_b as assert_shape_b
+from tests.shapes import assert_shape_c as assert_shape_c
 
 
 @dataclass(frozen=True)

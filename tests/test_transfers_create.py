@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from payrelay.db.models import Transfer
 from tests.factories import MISSING, new_reference, raw_json, transfer_body
 from tests.harness import Harness
+from tests.shapes import assert_shape_c
 
 JSON = {"Content-Type": "application/json"}
 
@@ -27,17 +28,6 @@ async def count_transfers(api: Harness, merchant_id: str) -> int:
             select(func.count()).select_from(Transfer).where(Transfer.merchant_id == merchant_id)
         )
     return int(total or 0)
-
-
-def assert_shape_c(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body = response.json()
-    assert set(body) == {"error", "message", "details"}
-    assert body["error"] == status
-    assert isinstance(body["message"], str)
-    assert body["message"]
-    assert isinstance(body["details"], dict)
-    return dict(body)
 
 
 class TestCreate:
