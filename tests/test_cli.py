@@ -152,7 +152,8 @@ class TestCommands:
         }
 
     async def test_merchant_create(self, merchant: dict[str, Any]) -> None:
-        assert set(merchant) == {"id", "name"}
+        assert set(merchant) == {"id", "name", "webhook_secret"}
+        assert merchant["webhook_secret"].startswith("whsec_")
         assert merchant["name"] == "Acme Traders"
         assert merchant["id"].startswith("mer_")
 
@@ -263,7 +264,13 @@ class TestDemo:
         values = cli_env(tmp_path / "demo.db")
         async with serve(values, tmp_path / "serve.log", "--demo") as server:
             printed = json.loads(server.printed)
-            assert set(printed) == {"base_url", "merchant_id", "merchant_name", "test_key"}
+            assert set(printed) == {
+                "base_url",
+                "merchant_id",
+                "merchant_name",
+                "test_key",
+                "webhook_secret",
+            }
             assert printed["base_url"] == server.base_url
             assert printed["merchant_id"].startswith("mer_")
             assert printed["merchant_name"]

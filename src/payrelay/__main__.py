@@ -1,3 +1,3 @@
-from payrelay.cli.main import app
+from payrelay.cli.main import main
 
-app()
+main()

@@ -7,13 +7,17 @@ import secrets
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///payrelay.db"
+
+
+# Every duration must be positive: a zero interval would spin a loop, a zero timeout fail all.
+PositiveDuration = Annotated[timedelta, Field(gt=timedelta(0))]
 
 
 class Settings(BaseSettings):
@@ -26,15 +30,15 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
     key_hash_secret: SecretStr | None = None
-    default_expiry: timedelta = timedelta(minutes=15)
+    default_expiry: PositiveDuration = timedelta(minutes=15)
     max_amount: Decimal = Decimal("1000000.00")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     rate_limit_per_second: float = Field(default=100.0, ge=0)
     rate_limit_burst: int = Field(default=200, ge=1)
-    expiry_sweep_interval: timedelta = timedelta(seconds=5)
+    expiry_sweep_interval: PositiveDuration = timedelta(seconds=5)
 
     # Issuers. Live credentials; an issuer without them answers live creates with 503.
-    issuer_timeout: timedelta = timedelta(seconds=10)
+    issuer_timeout: PositiveDuration = timedelta(seconds=10)
     binance_base_url: str = "https://bpay.binanceapi.com"
     binance_api_key: SecretStr | None = None
     binance_api_secret: SecretStr | None = None
@@ -47,19 +51,19 @@ class Settings(BaseSettings):
     valr_api_secret: SecretStr | None = None
     valr_pay_url: str = "https://www.valr.com/payments/send"
     rate_provider_url: str = "https://api.valr.com"
-    rate_cache_ttl: timedelta = timedelta(seconds=30)
-    reconcile_interval: timedelta = timedelta(seconds=10)
+    rate_cache_ttl: PositiveDuration = timedelta(seconds=30)
+    reconcile_interval: PositiveDuration = timedelta(seconds=10)
     # How long after expiry a VALR transfer is still polled for late or duplicate credits.
-    late_payment_window: timedelta = timedelta(hours=1)
+    late_payment_window: PositiveDuration = timedelta(hours=1)
 
     # Merchant webhooks. The schedule is the delay before each attempt, in seconds.
     webhook_dispatch: bool = True  # run the dispatcher in this process
     webhook_schedule: str = "0,5,300,1800,7200,18000,36000,36000"
-    webhook_timeout: timedelta = timedelta(seconds=10)
+    webhook_timeout: PositiveDuration = timedelta(seconds=10)
     webhook_concurrency: int = Field(default=64, ge=1)
     webhook_endpoint_concurrency: int = Field(default=4, ge=1)
-    webhook_lease: timedelta = timedelta(seconds=60)
-    webhook_poll_interval: timedelta = timedelta(milliseconds=500)
+    webhook_lease: PositiveDuration = timedelta(seconds=60)
+    webhook_poll_interval: PositiveDuration = timedelta(milliseconds=500)
     # CIDRs that live-mode webhook URLs may reach although private (e.g. "10.1.0.0/16").
     webhook_allowlist: str = ""
 

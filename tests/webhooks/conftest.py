@@ -16,8 +16,9 @@ from sqlalchemy.engine import make_url
 from payrelay.db import migrate
 from payrelay.db.engine import Database
 from tests.conftest import POSTGRES_ENV, _admin
+from tests.harness import Harness
 from tests.servers import serve_app
-from tests.webhooks.support import Receiver
+from tests.webhooks.support import Receiver, running_payrelay
 
 
 def _new_store(kind: str, directory: Path) -> tuple[str, str | None]:
@@ -60,6 +61,13 @@ async def hook_store(hook_store_url: str) -> AsyncIterator[Database]:
     await database.dispose()
 
 
+@pytest.fixture(scope="session")
+async def hooks(hook_store_url: str, hook_store: Database) -> AsyncIterator[Harness]:
+    """payrelay in process on ``hook_store``, its dispatcher on the short schedule."""
+    async with running_payrelay(hook_store_url, hook_store) as harness:
+        yield harness
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def fresh_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A store of its own for one test (the worker-process tests)."""
@@ -71,6 +79,18 @@ def fresh_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
     """A real HTTP receiver on a loopback port."""
+    hooks = Receiver()
+    async with serve_app(hooks.app) as base_url:
+        hooks.base_url = base_url
+        try:
+            yield hooks
+        finally:
+            hooks.release.set()
+
+
+@pytest.fixture
+async def other_receiver() -> AsyncIterator[Receiver]:
+    """A second receiver: another endpoint (host:port), as another merchant's would be."""
     hooks = Receiver()
     async with serve_app(hooks.app) as base_url:
         hooks.base_url = base_url

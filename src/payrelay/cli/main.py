@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import Awaitable, Coroutine
 from typing import Annotated, Any, TypeVar
 
+import pydantic
 import typer
-import uvicorn
 
-from payrelay.app import create_app
 from payrelay.auth.keys import Mode
 from payrelay.cli.output import emit, fail, parse_duration
 from payrelay.cli.simulate import simulate
@@ -43,7 +44,12 @@ def _run(as_json: bool, work: Coroutine[Any, Any, T]) -> T:
         raise fail(str(exc), as_json) from None
 
 
-def _database(settings: Settings) -> Database:
+def _database(settings: Settings, as_json: bool) -> Database:
+    """The store for an admin command, migrated first so a fresh database just works."""
+    try:
+        migrations.upgrade(settings.database_url)
+    except Exception as exc:
+        raise fail(f"cannot reach or migrate the database: {type(exc).__name__}", as_json) from None
     return Database(settings.database_url, pool_size=1)
 
 
@@ -82,7 +88,7 @@ def serve(
     migrations.upgrade(settings.database_url)
     info: dict[str, object] = {"base_url": settings.base_url}
     if demo:
-        database = _database(settings)
+        database = _database(settings, as_json)
 
         async def create_demo() -> dict[str, object]:
             merchant, webhook_secret = await merchants.onboard(database, secret, "Demo Merchant")
@@ -96,6 +102,11 @@ def serve(
 
         info.update(_run(as_json, _disposing(database, create_demo())))
     emit(info, as_json)
+    # Imported here: admin commands should not pay for loading the whole web stack.
+    import uvicorn
+
+    from payrelay.app import create_app
+
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -112,7 +123,7 @@ def serve(
 def merchant_create(name: str, as_json: JsonFlag = False) -> None:
     """Create a merchant."""
     settings = Settings()
-    database = _database(settings)
+    database = _database(settings, as_json)
     try:
         secret = settings.resolved_key_hash_secret()
     except ValueError as exc:
@@ -134,7 +145,7 @@ def merchant_rotate_secret(
     """Make a new webhook signing secret; during the overlap payrelay signs with both."""
     settings = Settings()
     lifetime = parse_duration(overlap)
-    database = _database(settings)
+    database = _database(settings, as_json)
     try:
         secret = settings.resolved_key_hash_secret()
     except ValueError as exc:
@@ -163,11 +174,11 @@ def key_create(
     """Create an API key. The plaintext is shown only once, here."""
     settings = Settings()
     lifetime = parse_duration(expires_in) if expires_in else None
-    database = _database(settings)
     try:
         secret = settings.resolved_key_hash_secret()
     except ValueError as exc:
         raise fail(str(exc), as_json) from None
+    database = _database(settings, as_json)
     issued = _run(
         as_json,
         _disposing(database, merchants.create_key(database, secret, merchant_id, mode, lifetime)),
@@ -187,7 +198,7 @@ def key_create(
 def key_list(merchant_id: str, as_json: JsonFlag = False) -> None:
     """List a merchant's keys (prefixes only; the plaintext is never stored)."""
     settings = Settings()
-    database = _database(settings)
+    database = _database(settings, as_json)
     rows = _run(as_json, _disposing(database, merchants.list_keys(database, merchant_id)))
     emit(
         {
@@ -212,7 +223,7 @@ def key_list(merchant_id: str, as_json: JsonFlag = False) -> None:
 def key_revoke(key_id: str, as_json: JsonFlag = False) -> None:
     """Revoke a key; it stops working at once."""
     settings = Settings()
-    database = _database(settings)
+    database = _database(settings, as_json)
     row = _run(as_json, _disposing(database, merchants.revoke_key(database, key_id)))
     emit({"id": row.id, "revoked_at": row.revoked_at}, as_json)
 
@@ -221,3 +232,42 @@ def _safe_url(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(url).render_as_string(hide_password=True)
+
+
+def main() -> None:
+    """Console entry point: with ``--json``, even usage and configuration errors are one JSON
+    object on stdout."""
+    as_json = "--json" in sys.argv
+    try:
+        # Without standalone mode, an Exit raised by a command comes back as its exit code.
+        result = app(standalone_mode=False)
+        if isinstance(result, int) and result:
+            raise SystemExit(result)
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
+    except typer.TyperException as exc:
+        # Usage errors: a bad option value, a missing argument.
+        exit_code = getattr(exc, "exit_code", 2)
+        if as_json:
+            format_message = getattr(exc, "format_message", None)
+            message = format_message() if callable(format_message) else str(exc)
+            typer.echo(json.dumps({"error": message}))
+        else:
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            else:
+                typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(exit_code) from None
+    except pydantic.ValidationError as exc:
+        message = "invalid configuration: " + "; ".join(
+            f"PAYRELAY_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        )
+        if as_json:
+            typer.echo(json.dumps({"error": message}))
+        else:
+            typer.echo(f"error: {message}", err=True)
+        raise SystemExit(1) from None

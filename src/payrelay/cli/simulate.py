@@ -7,25 +7,14 @@ from enum import StrEnum
 from typing import Annotated
 
 import typer
-import uvicorn
 
 from payrelay.cli.output import emit
-from payrelay.issuers import binance, bybit
-from payrelay.issuers.simkit import SimulatorConfig
-from payrelay.issuers.valr.simulator import create_simulator as create_valr_simulator
 
 
 class SimulatedIssuer(StrEnum):
     BINANCE = "binance"
     BYBIT = "bybit"
     VALR = "valr"
-
-
-FACTORIES = {
-    SimulatedIssuer.BINANCE: binance.create_simulator,
-    SimulatedIssuer.BYBIT: bybit.create_simulator,
-    SimulatedIssuer.VALR: create_valr_simulator,
-}
 
 
 def simulate(
@@ -43,13 +32,24 @@ def simulate(
 ) -> None:
     """Run a simulator of ISSUER's API: signed requests, payer page, signed notifications,
     and ``/_control`` for induced faults."""
+    import uvicorn
+
+    from payrelay.issuers import binance, bybit
+    from payrelay.issuers.simkit import SimulatorConfig
+    from payrelay.issuers.valr.simulator import create_simulator as create_valr_simulator
+
+    factories = {
+        SimulatedIssuer.BINANCE: binance.create_simulator,
+        SimulatedIssuer.BYBIT: bybit.create_simulator,
+        SimulatedIssuer.VALR: create_valr_simulator,
+    }
     base_url = f"http://{host}:{port}"
     config = SimulatorConfig(
         api_key=api_key or f"sim{issuer.value}{secrets.token_hex(8)}",
         api_secret=api_secret or secrets.token_hex(32),
         public_base_url=base_url,
     )
-    simulator = FACTORIES[issuer](config)
+    simulator = factories[issuer](config)
     emit(
         {
             "issuer": issuer.value,
