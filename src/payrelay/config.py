@@ -9,7 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy.engine import make_url
 
@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     webhook_poll_interval: PositiveDuration = timedelta(milliseconds=500)
     # CIDRs that live-mode webhook URLs may reach although private (e.g. "10.1.0.0/16").
     webhook_allowlist: str = ""
+
+    @model_validator(mode="after")
+    def _lease_outlives_a_delivery(self) -> Settings:
+        # A lease shorter than a delivery lets another worker send the same event meanwhile.
+        if self.webhook_lease <= self.webhook_timeout:
+            raise ValueError("webhook_lease must be longer than webhook_timeout")
+        return self
 
     @property
     def webhook_delays(self) -> list[float]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from payrelay.db.models import Transfer, TransferTransition
+from payrelay.db.models import Transfer, TransferTransition, WebhookEvent
 from payrelay.errors import Conflict
 from payrelay.transfers.lifecycle import ALLOWED, Cause, effective_status, transition
 from payrelay.transfers.schemas import TransferStatus
@@ -18,6 +18,15 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 class RecordingSession:
     def __init__(self) -> None:
         self.added: list[Any] = []
+        self.info: dict[str, Any] = {}
+
+    @property
+    def transitions(self) -> list[TransferTransition]:
+        return [row for row in self.added if isinstance(row, TransferTransition)]
+
+    @property
+    def events(self) -> list[WebhookEvent]:
+        return [row for row in self.added if isinstance(row, WebhookEvent)]
 
     def add(self, row: Any) -> None:
         self.added.append(row)
@@ -31,6 +40,12 @@ def transfer(status: TransferStatus, expires_in: timedelta = timedelta(minutes=5
         expires_at=NOW + expires_in,
         paid_late=False,
         payment_count=0,
+        merchant_id="mer_x",
+        mode="test",
+        reference="order-0000001",
+        amount_cents=14990,
+        issuer="Binance",
+        webhook_url="https://shop.example/hook",
     )
 
 
@@ -49,8 +64,9 @@ def test_pending_settles_and_is_recorded(target: TransferStatus) -> None:
     transition(session, row, target, Cause.SANDBOX, NOW)  # type: ignore[arg-type]
     assert row.status == target.value
     assert row.status_changed_at == NOW
-    (recorded,) = session.added
-    assert isinstance(recorded, TransferTransition)
+    (recorded,) = session.transitions
+    (event,) = session.events  # the outbox row, in the same unit of work
+    assert event.type == f"payment.{target.value}"
     assert (recorded.from_status, recorded.to_status, recorded.cause) == (
         "pending",
         target.value,
@@ -64,7 +80,8 @@ def test_payment_after_expiry_is_processed_late_with_both_transitions() -> None:
     transition(session, row, TransferStatus.PROCESSED, Cause.SANDBOX, NOW)  # type: ignore[arg-type]
     assert row.status == "processed"
     assert row.paid_late is True
-    assert [(t.from_status, t.to_status, t.cause) for t in session.added] == [
+    assert [e.type for e in session.events] == ["payment.expired", "payment.processed"]
+    assert [(t.from_status, t.to_status, t.cause) for t in session.transitions] == [
         ("pending", "expired", "expiry"),
         ("expired", "processed", "sandbox"),
     ]

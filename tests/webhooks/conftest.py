@@ -18,7 +18,7 @@ from payrelay.db.engine import Database
 from tests.conftest import POSTGRES_ENV, _admin
 from tests.harness import Harness
 from tests.servers import serve_app
-from tests.webhooks.support import Receiver, running_payrelay
+from tests.webhooks.support import Receiver, ReceiverServer, running_payrelay
 
 
 def _new_store(kind: str, directory: Path) -> tuple[str, str | None]:
@@ -76,25 +76,36 @@ def fresh_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     _drop(name)
 
 
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    """A real HTTP receiver on a loopback port."""
-    hooks = Receiver()
-    async with serve_app(hooks.app) as base_url:
-        hooks.base_url = base_url
+@pytest.fixture(scope="session")
+async def receiver_server() -> AsyncIterator[ReceiverServer]:
+    """A real HTTP receiver on a loopback port, for the whole session."""
+    server = ReceiverServer()
+    async with serve_app(server.app) as base_url:
+        server.base_url = base_url
         try:
-            yield hooks
+            yield server
         finally:
-            hooks.release.set()
+            server.release.set()
+
+
+@pytest.fixture(scope="session")
+async def other_receiver_server() -> AsyncIterator[ReceiverServer]:
+    """A second one: another endpoint (host:port), as another merchant's would be."""
+    server = ReceiverServer()
+    async with serve_app(server.app) as base_url:
+        server.base_url = base_url
+        try:
+            yield server
+        finally:
+            server.release.set()
 
 
 @pytest.fixture
-async def other_receiver() -> AsyncIterator[Receiver]:
-    """A second receiver: another endpoint (host:port), as another merchant's would be."""
-    hooks = Receiver()
-    async with serve_app(hooks.app) as base_url:
-        hooks.base_url = base_url
-        try:
-            yield hooks
-        finally:
-            hooks.release.set()
+def receiver(receiver_server: ReceiverServer) -> Receiver:
+    """This test's paths on the receiver."""
+    return receiver_server.view()
+
+
+@pytest.fixture
+def other_receiver(other_receiver_server: ReceiverServer) -> Receiver:
+    return other_receiver_server.view()

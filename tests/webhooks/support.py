@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import subprocess
 import sys
@@ -58,6 +59,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: str = "ok"
     hang: bool = False  # hold the request open until the test ends
+    delay: float = 0.0  # seconds to wait before answering
 
 
 HANG = Reply(hang=True)
@@ -78,9 +80,12 @@ class Delivery:
         return json.loads(self.body)
 
 
-class Receiver:
+class ReceiverServer:
     """A merchant's webhook endpoint: records each request (headers and raw body) and answers
-    per path from a programmed list of replies, then from the path's default (200)."""
+    per path from a programmed list of replies, then from the path's default (200).
+
+    One server lives for the session; each test gets a view of it under a path prefix of its
+    own, so that no test sees another's deliveries."""
 
     def __init__(self) -> None:
         self.base_url = ""
@@ -89,22 +94,10 @@ class Receiver:
         self.defaults: dict[str, Reply] = {}
         self.release = asyncio.Event()
         self.app = Starlette(routes=[Route("/{path:path}", self._handle, methods=["POST"])])
+        self._views = itertools.count(1)
 
-    def url(self, path: str) -> str:
-        return f"{self.base_url}{path}"
-
-    def program(self, path: str, *replies: Reply | int, then: Reply | int = 200) -> str:
-        """Answer ``path`` with ``replies`` in order, then ``then`` forever; returns its URL."""
-        self.plans[path] = [_reply(r) for r in replies]
-        self.defaults[path] = _reply(then)
-        return self.url(path)
-
-    def at(self, path: str) -> list[Delivery]:
-        return [d for d in self.deliveries if d.path == path]
-
-    async def wait_for(self, path: str, count: int, seconds: float = 5) -> list[Delivery]:
-        await eventually(lambda: len(self.at(path)) >= count, seconds, f"{count} at {path}")
-        return self.at(path)
+    def view(self) -> Receiver:
+        return Receiver(self, f"/t{next(self._views)}")
 
     async def _handle(self, request: Request) -> Response:
         path = request.url.path
@@ -117,7 +110,33 @@ class Receiver:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.release.wait(), 30)
             return Response("released", status_code=503)
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+
+class Receiver:
+    """One test's part of a receiver server: every path is under the test's own prefix."""
+
+    def __init__(self, server: ReceiverServer, prefix: str) -> None:
+        self.server = server
+        self.prefix = prefix
+
+    def url(self, path: str) -> str:
+        return f"{self.server.base_url}{self.prefix}{path}"
+
+    def program(self, path: str, *replies: Reply | int, then: Reply | int = 200) -> str:
+        """Answer ``path`` with ``replies`` in order, then ``then`` forever; returns its URL."""
+        self.server.plans[self.prefix + path] = [_reply(r) for r in replies]
+        self.server.defaults[self.prefix + path] = _reply(then)
+        return self.url(path)
+
+    def at(self, path: str) -> list[Delivery]:
+        return [d for d in self.server.deliveries if d.path == self.prefix + path]
+
+    async def wait_for(self, path: str, count: int, seconds: float = 5) -> list[Delivery]:
+        await eventually(lambda: len(self.at(path)) >= count, seconds, f"{count} at {path}")
+        return self.at(path)
 
 
 def _reply(value: Reply | int) -> Reply:
@@ -264,7 +283,8 @@ class Worker:
 
     def started(self) -> bool:
         assert self.process.poll() is None, f"worker exited\n{self.output()}"
-        return '"worker": "started"' in self.stdout.read_text()
+        lines = self.stdout.read_text().splitlines()
+        return bool(lines) and json.loads(lines[0]).get("worker") == "started"
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no lease released, exactly as a crash."""
@@ -290,7 +310,7 @@ def start_worker(store_url: str, directory: Path, name: str, **extra: str) -> Wo
         PAYRELAY_WEBHOOK_DISPATCH="true",
         PAYRELAY_WEBHOOK_LEASE="PT2S",
         PAYRELAY_WEBHOOK_SCHEDULE="0,0.5,0.5,0.5",
-        PAYRELAY_WEBHOOK_TIMEOUT="PT10S",
+        PAYRELAY_WEBHOOK_TIMEOUT="PT1S",  # the lease must outlive a delivery
         PAYRELAY_WEBHOOK_POLL_INTERVAL="PT0.1S",
         **extra,
     )

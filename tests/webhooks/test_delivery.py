@@ -8,6 +8,7 @@ and loopback).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
@@ -16,9 +17,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import pydantic
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from payrelay.config import Settings
 from payrelay.db.engine import Database
 from payrelay.db.models import WebhookEvent
 from payrelay.merchants.service import rotate_webhook_secret
@@ -26,7 +29,7 @@ from payrelay.webhooks.secrets import new_secret
 from payrelay.webhooks.verify import verify_webhook
 from tests.factories import transfer_body
 from tests.harness import Harness, MerchantKeys
-from tests.http_checks import assert_shape_c, parse_iso_z
+from tests.http_checks import assert_shape_c, parse_iso_z, update_transfer
 from tests.webhooks.support import (
     HANG,
     Delivery,
@@ -150,6 +153,8 @@ class TestDoneWhen:
         listed = await only_event(hooks, keys, reference)
         assert listed["id"] == event["id"]
         assert listed["payload"] == event
+        shown = await hooks.client.get(f"/webhooks/events/{event['id']}", headers=keys.test)
+        assert '"amount":149.90' in shown.text  # the API shows the payload exactly as sent
         done = await settled(hooks, keys, event["id"], "succeeded")
         assert done["attempts"] == 1
         assert done["lastStatus"] == 200
@@ -181,6 +186,30 @@ class TestDoneWhen:
         assert event["type"] == "payment.failed"
         assert event["data"]["status"] == "failed"
         assert event["data"]["reference"] == reference
+
+
+class TestExpiry:
+    async def test_an_expired_transfer_sends_payment_expired(
+        self, hooks: Harness, receiver: Receiver
+    ) -> None:
+        keys = await hooks.merchant()
+        body = transfer_body(webhookUrl=receiver.program("/hooks/expired"))
+        created = await hooks.client.post("/tx/createTransferRequest", json=body, headers=keys.test)
+        assert created.status_code == 200, created.text
+        lapsed = datetime.now(UTC) - timedelta(seconds=30)
+        await update_transfer(hooks, keys.merchant_id, body["reference"], expires_at=lapsed)
+        assert await hooks.sweep() >= 1  # the reconciler asks the issuer, then expires it
+        [delivery] = await receiver.wait_for("/hooks/expired", 1)
+        event = assert_verifies(delivery, keys.webhook_secret)
+        assert event["type"] == "payment.expired"
+        assert event["data"]["status"] == "expired"
+        assert event["data"]["reference"] == body["reference"]
+        assert event["data"]["late"] is False
+        status = await hooks.client.get(
+            f"/tx/payment-status/{body['reference']}", headers=keys.test
+        )
+        assert status.json()["status"] == "expired"
+        assert event["data"]["timestamp"] == status.json()["timestamp"]
 
 
 class TestRetries:
@@ -229,7 +258,7 @@ class TestRetries:
         event = await settled(hooks, keys, delivery.webhook_id, "failed")
         assert event["attempts"] == 1
         assert [a["status"] for a in event["attemptLog"]] == [410]
-        await asyncio.sleep(0.8)  # two schedule slots
+        await asyncio.sleep(0.5)  # past the next schedule slot
         assert len(receiver.at("/hooks/gone")) == 1
 
     async def test_retry_after_delays_the_next_attempt_beyond_the_schedule(
@@ -333,7 +362,12 @@ class TestReplay:
 
     async def test_replay_since_needs_a_time(self, hooks: Harness) -> None:
         keys = await hooks.merchant()
-        for body in ({}, {"since": "yesterday"}, {"since": "2026-01-01T00:00:00Z", "x": 1}):
+        for body in (
+            {},
+            {"since": "yesterday"},
+            {"since": "2026-01-01T00:00:00"},  # no zone: ambiguous
+            {"since": "2026-01-01T00:00:00Z", "x": 1},
+        ):
             response = await hooks.client.post(
                 "/webhooks/events/replay", json=body, headers=keys.test
             )
@@ -348,13 +382,17 @@ class TestIsolation:
         # test, and a global pool of 8: were one endpoint allowed to take every slot, its 20
         # events would fill the pool.
         database = Database(fresh_store_url)
-        async with running_payrelay(
-            fresh_store_url,
-            database,
-            webhook_timeout=timedelta(seconds=20),
-            webhook_concurrency=8,
-            webhook_endpoint_concurrency=4,
-        ) as api:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(database.dispose)
+            api = await stack.enter_async_context(
+                running_payrelay(
+                    fresh_store_url,
+                    database,
+                    webhook_timeout=timedelta(seconds=20),
+                    webhook_concurrency=8,
+                    webhook_endpoint_concurrency=4,
+                )
+            )
             stuck = await api.merchant("Stuck")
             healthy = await api.merchant("Healthy")
             try:
@@ -362,8 +400,8 @@ class TestIsolation:
                 await insert_momo_events(api.database, stuck.merchant_id, hang_url, 20)
                 await receiver.wait_for("/hooks/hang", 4)
 
-                started = time.monotonic()
                 await pay(api, healthy, other_receiver.program("/hooks/healthy"))
+                started = time.monotonic()  # the event is committed
                 [delivery] = await other_receiver.wait_for("/hooks/healthy", 1, seconds=5)
                 assert delivery.at - started < 1.0, delivery.at - started
                 assert_verifies(delivery, healthy.webhook_secret)
@@ -381,7 +419,16 @@ class TestIsolation:
                 assert len(pending) == 20
             finally:
                 await retire(api.database, stuck.merchant_id)
-        await database.dispose()
+
+
+class TestLease:
+    def test_a_lease_shorter_than_a_delivery_is_refused_at_start_up(self) -> None:
+        # Otherwise the lease could run out while the receiver is still answering, and another
+        # worker would claim and send the same event a second time.
+        with pytest.raises(pydantic.ValidationError, match="webhook_lease"):
+            Settings(
+                webhook_lease=timedelta(milliseconds=500), webhook_timeout=timedelta(seconds=5)
+            )
 
 
 async def _events(api: Harness, keys: MerchantKeys) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from payrelay.db.types import iso_utc
+from payrelay.kit.jsonio import dumps_exact
 
 DURATION = re.compile(r"(\d+)([smhd])")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -35,7 +36,7 @@ def _plain(value: Any) -> Any:
 def emit(payload: dict[str, Any], as_json: bool) -> None:
     payload = _plain(payload)
     if as_json:
-        typer.echo(json.dumps(payload))
+        typer.echo(dumps_exact(payload).decode())  # Decimals (a webhook's amount) stay exact
         return
     for key, value in payload.items():
         if isinstance(value, list):

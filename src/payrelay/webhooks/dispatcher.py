@@ -94,6 +94,10 @@ class Dispatcher:
         self.per_endpoint = settings.webhook_endpoint_concurrency
         self.global_slots = asyncio.Semaphore(settings.webhook_concurrency)
         self.in_flight: Counter[str] = Counter()
+        # Events this process is sending now. Never claimed again while in flight, even once
+        # their lease has run out (a receiver slower than the lease), so that one dispatcher
+        # cannot send the same event twice at once.
+        self.sending: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         timeout = httpx.Timeout(settings.webhook_timeout.total_seconds())
         allow = settings.webhook_allowed_networks
@@ -137,6 +141,7 @@ class Dispatcher:
         events = await self.claim(free)
         for event in events:
             self.in_flight[event.endpoint] += 1
+            self.sending.add(event.id)
             task = asyncio.create_task(self._deliver_and_record(event))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
@@ -162,6 +167,8 @@ class Dispatcher:
             saturated = self._saturated()
             if saturated:
                 statement = statement.where(WebhookEvent.endpoint.not_in(saturated))
+            if self.sending:
+                statement = statement.where(WebhookEvent.id.not_in(self.sending))
             if not database.is_sqlite:
                 statement = statement.with_for_update(skip_locked=True)
             candidates = list(await session.scalars(statement))
@@ -193,6 +200,7 @@ class Dispatcher:
         except Exception:
             log.exception("webhooks.delivery_failed", event_id=event.id)
         finally:
+            self.sending.discard(event.id)
             self.in_flight[event.endpoint] -= 1
             if self.in_flight[event.endpoint] <= 0:
                 del self.in_flight[event.endpoint]

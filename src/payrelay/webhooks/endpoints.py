@@ -3,13 +3,12 @@ mode: another merchant's event answers 404, exactly as an unknown one."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError
 
 from payrelay.auth.dependencies import Authenticated
 from payrelay.context import AppContext, get_context
@@ -31,7 +30,7 @@ ERRORS = error_responses(
 
 class ReplaySince(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
-    since: datetime
+    since: AwareDatetime  # a time without a zone is ambiguous: 400, never a guess (or a 500)
 
 
 @router.get("/events", summary="List webhook events", responses=ERRORS)

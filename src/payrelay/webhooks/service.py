@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +9,7 @@ from payrelay.db.engine import Database
 from payrelay.db.models import WebhookAttempt, WebhookEvent
 from payrelay.db.types import iso_utc, utcnow
 from payrelay.errors import NotFound
+from payrelay.kit.jsonio import loads_exact
 from payrelay.webhooks.dispatcher import WAKE, replay
 from payrelay.webhooks.repository import WebhookRepository
 
@@ -28,7 +28,7 @@ def event_view(event: WebhookEvent) -> dict[str, Any]:
         "createdAt": iso_utc(event.created_at),
         "nextAttemptAt": iso_utc(event.next_attempt_at) if event.next_attempt_at else None,
         "completedAt": iso_utc(event.completed_at) if event.completed_at else None,
-        "payload": json.loads(event.payload),
+        "payload": loads_exact(event.payload.encode()),  # amounts stay exact, as delivered
     }
 
 
