@@ -346,7 +346,7 @@ class TestValrPolling:
         deadline = time.monotonic() + 12
         while True:
             if api.transport == "inproc":
-                await update_transfer(api, keys.merchant_id, body["reference"], last_polled_at=None)
+                await update_transfer(api, keys.merchant_id, body["reference"], next_poll_at=None)
                 await api.sweep()
             response = await status_of(api, keys, body["reference"])
             if response.status_code == 409:
@@ -436,7 +436,7 @@ class TestValrLatePayment:
         deadline = time.monotonic() + 12
         while True:
             if api.transport == "inproc":
-                await update_transfer(api, keys.merchant_id, body["reference"], last_polled_at=None)
+                await update_transfer(api, keys.merchant_id, body["reference"], next_poll_at=None)
                 await api.sweep()
             stored = await stored_transfer(api, keys.merchant_id, body["reference"])
             assert stored is not None

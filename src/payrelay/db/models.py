@@ -66,6 +66,7 @@ class Transfer(Base):
         UniqueConstraint("merchant_id", "mode", "reference", name="uq_transfers_reference"),
         Index("ix_transfers_pending_expiry", "status", "expires_at"),
         Index("ix_transfers_trade_no", "issuer", "trade_no"),
+        Index("ix_transfers_next_poll", "status", "next_poll_at"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -107,6 +108,8 @@ class Transfer(Base):
     rate: Mapped[Decimal | None] = mapped_column(Numeric(24, 8), nullable=True)
     rate_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
     last_polled_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # When the reconciler should ask the issuer next; backs off as the transfer ages.
+    next_poll_at: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
 
 class TransferTransition(Base):

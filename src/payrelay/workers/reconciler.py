@@ -28,12 +28,26 @@ from payrelay.transfers.settlement import apply_issuer_state
 
 BATCH = 100
 CONCURRENT_POLLS = 8  # issuer queries in flight at once, per process
+MAX_POLL_DELAY = timedelta(minutes=5)
 log = structlog.get_logger("payrelay.reconciler")
 
 
-async def _due(
-    context: AppContext, now: datetime, min_age: timedelta, modes: tuple[Mode, ...]
-) -> list[Transfer]:
+def next_poll(transfer: Transfer, now: datetime, interval: timedelta, pushes: bool) -> datetime:
+    """When to ask the issuer again. Issuers that push are polled only as a backstop, backing off
+    as the transfer ages (a quarter of its age, at most 5 minutes); VALR, which pushes nothing,
+    every interval while pending. A pending transfer is always asked again at its expiry."""
+    if pushes or transfer.status != TransferStatus.PENDING:
+        age = now - transfer.created_at
+        delay = min(max(age / 4, interval), MAX_POLL_DELAY)
+    else:
+        delay = interval
+    at = now + delay
+    if transfer.status == TransferStatus.PENDING and now < transfer.expires_at < at:
+        at = transfer.expires_at
+    return at
+
+
+async def _due(context: AppContext, now: datetime, modes: tuple[Mode, ...]) -> list[Transfer]:
     """Transfers whose issuer should be asked again now."""
     async with context.database.read() as session:
         result = await session.scalars(
@@ -49,15 +63,10 @@ async def _due(
                     & Transfer.status.in_((TransferStatus.PROCESSED, TransferStatus.EXPIRED))
                     & (Transfer.expires_at > now - context.settings.late_payment_window),
                 ),
-                or_(Transfer.last_polled_at.is_(None), Transfer.last_polled_at <= now - min_age),
+                or_(Transfer.next_poll_at.is_(None), Transfer.next_poll_at <= now),
             )
-            # Never-polled transfers first (a fresh payment is the likeliest to have moved), then
-            # the longest unpolled, so a large backlog cannot starve anyone.
-            .order_by(
-                Transfer.last_polled_at.is_not(None),
-                Transfer.last_polled_at,
-                Transfer.expires_at,
-            )
+            # Never-polled first, then the most overdue poll, so a backlog cannot starve anyone.
+            .order_by(Transfer.next_poll_at.is_not(None), Transfer.next_poll_at)
             .limit(BATCH)
         )
         return list(result)
@@ -105,6 +114,9 @@ async def reconcile_transfer(context: AppContext, transfer: Transfer, now: datet
         if overdue and report is not None:
             # The issuer was asked and no money moved: the transfer ends as expired.
             record_expiry(session, row, now)
+        row.next_poll_at = next_poll(
+            row, now, context.settings.reconcile_interval, connector.pushes_notifications
+        )
         return row.status != before
 
 
@@ -117,7 +129,7 @@ async def reconcile_once(
 ) -> int:
     """One pass over the transfers due for a poll; returns how many changed status."""
     now = now or utcnow()
-    due = await _due(context, now, context.settings.reconcile_interval, modes)
+    due = await _due(context, now, modes)
     gate = asyncio.Semaphore(CONCURRENT_POLLS)
 
     async def poll(transfer: Transfer) -> bool:
