@@ -29,6 +29,7 @@ class AppContext:
         )
 
 
-def get_context(request: Request) -> AppContext:
+async def get_context(request: Request) -> AppContext:
+    """``async`` so FastAPI calls it inline instead of through its thread pool."""
     context: AppContext = request.app.state.context
     return context
