@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -56,19 +57,74 @@ async def _clean_faults(api: Harness) -> Any:
     await reset_faults(api)
 
 
-async def wait_for_status(
-    api: Harness, keys: MerchantKeys, reference: str, expected: str, seconds: float = 12
+async def eventually(
+    api: Harness,
+    done: Callable[[], Awaitable[bool]],
+    why: str,
+    *,
+    repoll: tuple[MerchantKeys, str] | None = None,
+    seconds: float = 12,
 ) -> None:
-    """Run the background loops (in-process) or wait for the server's own, until ``expected``."""
+    """Run the background loops (in-process) or wait for the server's own, until ``done()``.
+
+    ``repoll`` makes one transfer due for an issuer poll again on each round (in-process)."""
     deadline = time.monotonic() + seconds
     while True:
         if api.transport == "inproc":
+            if repoll is not None:
+                keys, reference = repoll
+                await update_transfer(api, keys.merchant_id, reference, next_poll_at=None)
             await api.sweep()
-        response = await status_of(api, keys, reference)
-        if response.status_code == 200 and response.json()["status"] == expected:
+        if await done():
             return
-        assert time.monotonic() < deadline, response.text
+        assert time.monotonic() < deadline, why
         await asyncio.sleep(0.3)
+
+
+async def wait_for_status(
+    api: Harness, keys: MerchantKeys, reference: str, expected: str, seconds: float = 12
+) -> None:
+    async def reached() -> bool:
+        response = await status_of(api, keys, reference)
+        return response.status_code == 200 and response.json()["status"] == expected
+
+    await eventually(api, reached, f"{reference} never became {expected}", seconds=seconds)
+
+
+async def wait_for_stored(
+    api: Harness, keys: MerchantKeys, reference: str, expected: str, *, repoll: bool = False
+) -> Any:
+    """Wait until the stored row (not just what readers see) has ``expected``; answers it."""
+
+    async def written() -> bool:
+        row = await stored_transfer(api, keys.merchant_id, reference)
+        return row is not None and row.status == expected
+
+    await eventually(
+        api,
+        written,
+        f"{reference} was never stored as {expected}",
+        repoll=(keys, reference) if repoll else None,
+    )
+    return await stored_transfer(api, keys.merchant_id, reference)
+
+
+async def valr_credit(
+    api: Harness, body: dict[str, Any], trade_no: str | None, amount: str = "100"
+) -> None:
+    """A COMPLETE ZAR credit in the VALR simulator's history, noted with the trade number."""
+    await control(
+        api,
+        "Valr",
+        "credits",
+        {
+            "payId": body["merchantID"],
+            "amount": amount,
+            "currency": "ZAR",
+            "note": trade_no,
+            "status": "COMPLETE",
+        },
+    )
 
 
 class TestEndToEnd:
@@ -112,17 +168,7 @@ class TestEndToEnd:
         body = await create_transfer(api, keys, issuer=issuer)
         await update_transfer(api, keys.merchant_id, body["reference"], expires_at=_moments_ago(30))
         # Readers see "expired" at once; wait for the reconciler to write it down.
-        deadline = time.monotonic() + 12
-        while True:
-            if api.transport == "inproc":
-                await api.sweep()
-            stored = await stored_transfer(api, keys.merchant_id, body["reference"])
-            assert stored is not None
-            if stored.status != "pending":
-                break
-            assert time.monotonic() < deadline, "the reconciler did not expire the transfer"
-            await asyncio.sleep(0.3)
-        assert stored.status == "expired"
+        stored = await wait_for_stored(api, keys, body["reference"], "expired")
         assert stored.last_polled_at is not None  # the issuer was asked before it expired
         assert [c for _, _, c in await transitions(api, stored.id)] == ["create", "expiry"]
 
@@ -331,28 +377,15 @@ class TestValrPolling:
         body = await self._paid_valr_transfer(api, keys)
         stored = await stored_transfer(api, keys.merchant_id, body["reference"])
         assert stored is not None
-        await control(
-            api,
-            "Valr",
-            "credits",
-            {
-                "payId": body["merchantID"],
-                "amount": "100",
-                "currency": "ZAR",
-                "note": stored.trade_no,
-                "status": "COMPLETE",
-            },
+        await valr_credit(api, body, stored.trade_no)
+
+        async def refused() -> bool:
+            return (await status_of(api, keys, body["reference"])).status_code == 409
+
+        await eventually(
+            api, refused, "the second credit was not found", repoll=(keys, body["reference"])
         )
-        deadline = time.monotonic() + 12
-        while True:
-            if api.transport == "inproc":
-                await update_transfer(api, keys.merchant_id, body["reference"], next_poll_at=None)
-                await api.sweep()
-            response = await status_of(api, keys, body["reference"])
-            if response.status_code == 409:
-                break
-            assert time.monotonic() < deadline, response.text
-            await asyncio.sleep(0.3)
+        response = await status_of(api, keys, body["reference"])
         assert "cannot be reused" in assert_shape_d(response, 409)
         async with api.database.read() as session:
             payments = await session.scalar(
@@ -365,18 +398,7 @@ class TestValrPolling:
         body = await create_transfer(api, keys, issuer="Valr", currency="ZAR", amount=100)
         stored = await stored_transfer(api, keys.merchant_id, body["reference"])
         assert stored is not None
-        await control(
-            api,
-            "Valr",
-            "credits",
-            {
-                "payId": body["merchantID"],
-                "amount": "99.99",
-                "currency": "ZAR",
-                "note": stored.trade_no,
-                "status": "COMPLETE",
-            },
-        )
+        await valr_credit(api, body, stored.trade_no, amount="99.99")
         if api.transport == "inproc":
             await api.sweep()
         else:
@@ -411,38 +433,8 @@ class TestValrLatePayment:
         keys = await api.merchant()
         body = await create_transfer(api, keys, issuer="Valr", currency="ZAR", amount=100)
         await update_transfer(api, keys.merchant_id, body["reference"], expires_at=_moments_ago(5))
-        deadline = time.monotonic() + 12
-        while True:  # wait until the expiry is written down
-            if api.transport == "inproc":
-                await api.sweep()
-            stored = await stored_transfer(api, keys.merchant_id, body["reference"])
-            assert stored is not None
-            if stored.status == "expired":
-                break
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.3)
-        await control(
-            api,
-            "Valr",
-            "credits",
-            {
-                "payId": body["merchantID"],
-                "amount": "100",
-                "currency": "ZAR",
-                "note": stored.trade_no,
-                "status": "COMPLETE",
-            },
-        )
-        deadline = time.monotonic() + 12
-        while True:
-            if api.transport == "inproc":
-                await update_transfer(api, keys.merchant_id, body["reference"], next_poll_at=None)
-                await api.sweep()
-            stored = await stored_transfer(api, keys.merchant_id, body["reference"])
-            assert stored is not None
-            if stored.status == "processed":
-                break
-            assert time.monotonic() < deadline, "the late VALR credit was not found"
-            await asyncio.sleep(0.3)
+        stored = await wait_for_stored(api, keys, body["reference"], "expired")
+        await valr_credit(api, body, stored.trade_no)
+        stored = await wait_for_stored(api, keys, body["reference"], "processed", repoll=True)
         assert stored.paid_late is True
         assert [c for _, _, c in await transitions(api, stored.id)] == ["create", "expiry", "poll"]
