@@ -15,6 +15,7 @@ import pytest
 
 from payrelay.app import create_app
 from payrelay.db.engine import Database
+from payrelay.db.pointread import AsyncpgPointReader, PointReader, SqlitePointReader
 from tests.conftest import INPROC_BASE_URL, make_settings
 from tests.factories import new_reference, transfer_body
 from tests.harness import Harness
@@ -492,11 +493,16 @@ class TestServerFault:
             raise ConnectionResetError("connection to the database was lost: secret-dsn")
             yield  # pragma: no cover
 
+        async def broken_point_read(self: PointReader, *_args: Any) -> Any:
+            raise ConnectionResetError("connection to the database was lost: secret-dsn")
+
         log = RecordingLog()
         async with own_app(api) as client:
             monkeypatch.setattr("payrelay.middleware.log", log)
             monkeypatch.setattr(Database, "read", broken)
             monkeypatch.setattr(Database, "write", broken)
+            for reader in (SqlitePointReader, AsyncpgPointReader):
+                monkeypatch.setattr(reader, "fetch_one", broken_point_read)
             if operation == "createTransferRequest":
                 response = await client.post(
                     "/tx/createTransferRequest", json=transfer_body(), headers=keys.test

@@ -22,6 +22,9 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from payrelay.db.groupcommit import GroupInserter
+from payrelay.db.pointread import PointReader, point_reader
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -50,7 +53,9 @@ def _sqlite_engine(url: str, *, immediate: bool, pool_size: int) -> AsyncEngine:
 
 
 class Database:
-    """Owns the engines; hands out read and write sessions that commit or roll back as a unit."""
+    """Owns the engines; hands out read and write sessions that commit or roll back as a unit,
+    ``points`` for the hot paths' single-row reads (payrelay.db.pointread) and ``inserts`` for
+    group-committed inserts (payrelay.db.groupcommit)."""
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
@@ -65,6 +70,10 @@ class Database:
             self.write_engine = self.read_engine
         self._read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
         self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
+        self.inserts = GroupInserter(self)
+        self.points: PointReader = point_reader(
+            url, pool_size=pool_size, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
+        )
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -82,6 +91,8 @@ class Database:
             await connection.execute(text("SELECT 1"))
 
     async def dispose(self) -> None:
+        await self.inserts.close()
+        await self.points.close()
         await self.read_engine.dispose()
         if self.write_engine is not self.read_engine:
             await self.write_engine.dispose()

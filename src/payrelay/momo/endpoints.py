@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from payrelay.auth.dependencies import Authenticated
+from payrelay.auth.dependencies import Credentialed
 from payrelay.context import AppContext, get_context
 from payrelay.errors import Shape, error_responses
 from payrelay.kit.jsonio import ExactJSONResponse
@@ -33,7 +33,7 @@ PREFIX = "/momo/"
 async def get_momo_status(
     transactionId: str,
     request: Request,
-    caller: Authenticated,
+    presented: Credentialed,
     context: Annotated[AppContext, Depends(get_context)],
 ) -> ExactJSONResponse:
     """Status (Pending, Successful or Unsuccessful) and confirmationID of a transaction."""
@@ -41,7 +41,7 @@ async def get_momo_status(
     # "/momo/abcde%0A" arrives as "abcde". Validate the identifier exactly as it was sent.
     path: str = request.scope["path"]
     sent = path[path.index(PREFIX) + len(PREFIX) :]
-    result = await service.momo_status(context, caller, sent)
+    result = await service.momo_status(context, presented, sent)
     return ExactJSONResponse(
         {"status": result.status.value, "confirmationID": result.confirmationID}
     )

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from payrelay.auth.dependencies import Caller
+from payrelay.auth.dependencies import Caller, keyed
 from payrelay.db.models import MomoTransaction
+
+# Momo status: the key and the merchant's transaction, in one round trip.
+STATUS_BY_KEY = keyed(
+    MomoTransaction,
+    MomoTransaction.transaction_id == bindparam("transaction_id"),
+    MomoTransaction.status,
+    MomoTransaction.confirmation_id,
+)
 
 
 class MomoRepository:

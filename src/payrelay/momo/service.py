@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from payrelay.auth.dependencies import Caller
+from payrelay.auth.dependencies import Credentials, admit_with_row, authenticate
 from payrelay.auth.keys import Mode
 from payrelay.context import AppContext
 from payrelay.errors import BadRequest, NotFound, ServiceUnavailable, Shape
-from payrelay.momo.repository import MomoRepository
+from payrelay.momo.repository import STATUS_BY_KEY
 from payrelay.momo.schemas import (
     TRANSACTION_ID_MESSAGE,
     MomoStatus,
@@ -20,16 +20,24 @@ def check_transaction_id(transaction_id: str) -> None:
         raise BadRequest(TRANSACTION_ID_MESSAGE, shape=Shape.B)
 
 
-async def momo_status(context: AppContext, caller: Caller, transaction_id: str) -> MomoStatusOut:
-    check_transaction_id(transaction_id)
-    if caller.mode is Mode.LIVE:
+async def momo_status(
+    context: AppContext, presented: Credentials, transaction_id: str
+) -> MomoStatusOut:
+    """One round trip reads the key and the row; a bad key answers 401 before anything else."""
+    if not is_valid_transaction_id(transaction_id):
+        await authenticate(presented, context)
+        raise BadRequest(TRANSACTION_ID_MESSAGE, shape=Shape.B)
+    if presented.mode is Mode.LIVE:
+        await authenticate(presented, context)
         raise ServiceUnavailable(
             "The mobile money provider is unavailable.",
             details="The Paystack mobile money connector is not configured for live mode.",
             shape=Shape.A,
         )
-    async with context.database.read() as session:
-        row = await MomoRepository(session).get(caller, transaction_id)
+    _caller, row = await admit_with_row(
+        context, presented, STATUS_BY_KEY, {"transaction_id": transaction_id}
+    )
     if row is None:
         raise NotFound("No mobile money transaction with this transactionId.", shape=Shape.B)
-    return MomoStatusOut(status=MomoStatus(row.status), confirmationID=row.confirmation_id)
+    status, confirmation_id = row
+    return MomoStatusOut(status=MomoStatus(status), confirmationID=confirmation_id)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from starlette.convertors import Convertor, register_url_convertor
 
-from payrelay.auth.dependencies import Authenticated
+from payrelay.auth.dependencies import Authenticated, Credentialed
 from payrelay.context import AppContext, get_context
 from payrelay.db.types import iso_utc
 from payrelay.errors import BadRequest, Shape, error_responses
@@ -95,10 +95,10 @@ async def create_transfer_request(
     ),
 )
 async def get_payment_status(
-    reference: str, caller: Authenticated, context: Context
+    reference: str, presented: Credentialed, context: Context
 ) -> ExactJSONResponse:
     """Status (pending, processed, failed or expired), time of the last change, and ZAR amount."""
-    result = await service.payment_status(context, caller, reference)
+    result = await service.payment_status(context, presented, reference)
     return ExactJSONResponse(
         {
             "status": result.status.value,

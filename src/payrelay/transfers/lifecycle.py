@@ -36,10 +36,17 @@ ALLOWED: dict[TransferStatus, frozenset[TransferStatus]] = {
 def effective_status(transfer: Transfer, now: datetime) -> tuple[TransferStatus, datetime]:
     """Status as a reader should see it: a pending transfer past its expiry is expired, even
     before the sweeper has written that down."""
-    status = TransferStatus(transfer.status)
-    if status is TransferStatus.PENDING and transfer.expires_at <= now:
-        return TransferStatus.EXPIRED, transfer.expires_at
-    return status, transfer.status_changed_at
+    return status_as_seen(transfer.status, transfer.status_changed_at, transfer.expires_at, now)
+
+
+def status_as_seen(
+    stored: str, changed_at: datetime, expires_at: datetime, now: datetime
+) -> tuple[TransferStatus, datetime]:
+    """``effective_status`` on the stored columns, for reads that load no ORM object."""
+    status = TransferStatus(stored)
+    if status is TransferStatus.PENDING and expires_at <= now:
+        return TransferStatus.EXPIRED, expires_at
+    return status, changed_at
 
 
 def transition(

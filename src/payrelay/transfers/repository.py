@@ -5,13 +5,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import bindparam, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from payrelay.auth.dependencies import Caller
+from payrelay.auth.dependencies import Caller, keyed
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.transfers.schemas import TransferStatus
 from payrelay.webhooks import outbox
+
+# Payment status: the key and the merchant's transfer by reference, in one round trip.
+STATUS_BY_KEY = keyed(
+    Transfer,
+    Transfer.reference == bindparam("reference"),
+    Transfer.status,
+    Transfer.status_changed_at,
+    Transfer.expires_at,
+    Transfer.amount_cents,
+    Transfer.payment_count,
+)
+
+# An identical retry of a create is answered from the stored fingerprint and link.
+REPLAY_BY_REFERENCE = select(Transfer.request_fingerprint, Transfer.link).where(
+    Transfer.merchant_id == bindparam("merchant_id"),
+    Transfer.mode == bindparam("mode"),
+    Transfer.reference == bindparam("reference"),
+)
 
 
 class TransferRepository:
@@ -49,12 +67,6 @@ class TransferRepository:
             )
         )
         return bool(await self.session.scalar(statement))
-
-    async def add(self, transfer: Transfer, transition: TransferTransition) -> None:
-        self.session.add(transfer)
-        await self.session.flush()
-        self.session.add(transition)
-        await self.session.flush()
 
     async def expire_due(self, now: datetime, limit: int) -> Sequence[str]:
         """Mark up to ``limit`` overdue pending transfers expired; returns their ids.

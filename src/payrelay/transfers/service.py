@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
-from payrelay.auth.dependencies import Caller
+from payrelay.auth.dependencies import Caller, Credentials, admit_with_row, authenticate
 from payrelay.auth.keys import Mode
 from payrelay.context import AppContext
 from payrelay.db.models import Transfer, TransferTransition
@@ -21,9 +21,13 @@ from payrelay.issuers.base import Issuer
 from payrelay.kit.ids import new_id
 from payrelay.kit.locks import KeyedLocks
 from payrelay.kit.validation import CENT, plain_text, raise_field_errors
-from payrelay.transfers.lifecycle import Cause, effective_status
+from payrelay.transfers.lifecycle import Cause, status_as_seen
 from payrelay.transfers.opening import OpenedOrder, check_pair, open_order, require_connector
-from payrelay.transfers.repository import TransferRepository
+from payrelay.transfers.repository import (
+    REPLAY_BY_REFERENCE,
+    STATUS_BY_KEY,
+    TransferRepository,
+)
 from payrelay.transfers.schemas import (
     REFERENCE_MAX,
     PaymentStatusOut,
@@ -74,25 +78,26 @@ async def create_transfer(
         expires_at = now + context.settings.default_expiry
         opened = await open_order(context, caller, request, expires_at)
         transfer_id = new_id("tr")
-        transfer = _new_transfer(
+        transfer = _transfer_row(
             context, caller, request, fingerprint, transfer_id, now, expires_at, opened
         )
-        created = TransferTransition(
-            transfer_id=transfer_id,
-            from_status=None,
-            to_status=TransferStatus.PENDING.value,
-            cause=Cause.CREATE.value,
-            at=now,
-        )
+        created = {
+            "transfer_id": transfer_id,
+            "from_status": None,
+            "to_status": TransferStatus.PENDING.value,
+            "cause": Cause.CREATE.value,
+            "at": now,
+        }
         try:
-            async with context.database.write() as session:
-                await TransferRepository(session).add(transfer, created)
+            await context.database.inserts.insert(
+                (Transfer, transfer), (TransferTransition, created)
+            )
         except IntegrityError:
             replay = await _replay(context, caller, request.reference, fingerprint)
             if replay is None:
                 raise
             return replay
-        return Created(transfer.link, replayed=False)
+        return Created(transfer["link"], replayed=False)
 
 
 _creating = KeyedLocks()
@@ -111,16 +116,19 @@ async def check_webhook_url(context: AppContext, url: str) -> None:
 async def _replay(
     context: AppContext, caller: Caller, reference: str, fingerprint: str
 ) -> Created | None:
-    async with context.database.read() as session:
-        existing = await TransferRepository(session).by_reference(caller, reference)
+    existing = await context.database.points.fetch_one(
+        REPLAY_BY_REFERENCE,
+        {"merchant_id": caller.merchant_id, "mode": caller.mode.value, "reference": reference},
+    )
     if existing is None:
         return None
-    if existing.request_fingerprint != fingerprint:
+    stored_fingerprint, link = existing
+    if stored_fingerprint != fingerprint:
         raise ReferenceReused(context.settings.base_url)
-    return Created(existing.link, replayed=True)
+    return Created(link, replayed=True)
 
 
-def _new_transfer(
+def _transfer_row(
     context: AppContext,
     caller: Caller,
     request: TransferRequestIn,
@@ -129,46 +137,49 @@ def _new_transfer(
     now: datetime,
     expires_at: datetime,
     opened: OpenedOrder,
-) -> Transfer:
+) -> dict[str, Any]:
+    """The new transfer's columns, for a Core insert (payrelay.db.groupcommit)."""
     # Test mode answers payrelay's own checkout page, whose buttons drive the issuer simulator;
     # live mode answers the issuer's link.
     link = sandbox_link(context, transfer_id) if caller.mode is Mode.TEST else opened.link
-    return Transfer(
-        id=transfer_id,
-        merchant_id=caller.merchant_id,
-        mode=caller.mode.value,
-        reference=request.reference,
-        request_fingerprint=fingerprint,
-        recipient=request.recipient,
-        amount_cents=int(request.amount / CENT),
-        issuer=request.issuer,
-        acquirer=request.acquirerMerchantName,
-        issuer_merchant_id=request.merchantID,
-        description=request.description,
-        terminal_type=request.terminalType,
-        success_url=request.successUrl,
-        failed_url=request.failedUrl,
-        webhook_url=request.webhookUrl,
-        currency=request.currency,
-        custom_reference=request.customReference,
-        merchant_category_code=request.merchantCategoryCode,
-        goods_type=request.goodsType,
-        link=link,
-        status=TransferStatus.PENDING.value,
-        status_changed_at=now,
-        expires_at=expires_at,
-        created_at=now,
-        paid_late=False,
-        payment_count=0,
-        trade_no=opened.trade_no,
-        issuer_order_id=opened.issuer_order_id,
-        issuer_link=opened.link,
-        issuer_details=opened.details_json,
-        pay_currency=opened.priced.pay_currency,
-        pay_amount=opened.priced.pay_amount,
-        rate=opened.priced.rate,
-        rate_at=opened.priced.rate_at,
-    )
+    return {
+        "id": transfer_id,
+        "merchant_id": caller.merchant_id,
+        "mode": caller.mode.value,
+        "reference": request.reference,
+        "request_fingerprint": fingerprint,
+        "recipient": request.recipient,
+        "amount_cents": int(request.amount / CENT),
+        "issuer": request.issuer,
+        "acquirer": request.acquirerMerchantName,
+        "issuer_merchant_id": request.merchantID,
+        "description": request.description,
+        "terminal_type": request.terminalType,
+        "success_url": request.successUrl,
+        "failed_url": request.failedUrl,
+        "webhook_url": request.webhookUrl,
+        "currency": request.currency,
+        "custom_reference": request.customReference,
+        "merchant_category_code": request.merchantCategoryCode,
+        "goods_type": request.goodsType,
+        "link": link,
+        "status": TransferStatus.PENDING.value,
+        "status_changed_at": now,
+        "expires_at": expires_at,
+        "created_at": now,
+        "paid_late": False,
+        "payment_count": 0,
+        "trade_no": opened.trade_no,
+        "issuer_order_id": opened.issuer_order_id,
+        "issuer_link": opened.link,
+        "issuer_details": opened.details_json,
+        "pay_currency": opened.priced.pay_currency,
+        "pay_amount": opened.priced.pay_amount,
+        "rate": opened.priced.rate,
+        "rate_at": opened.priced.rate_at,
+        "last_polled_at": None,
+        "next_poll_at": None,
+    }
 
 
 def validate_path_reference(reference: str) -> str:
@@ -185,13 +196,26 @@ def validate_path_reference(reference: str) -> str:
     return reference
 
 
-async def payment_status(context: AppContext, caller: Caller, reference: str) -> PaymentStatusOut:
-    validate_path_reference(reference)
-    async with context.database.read() as session:
-        transfer = await TransferRepository(session).by_reference(caller, reference)
-    if transfer is None:
+def is_valid_path_reference(reference: str) -> bool:
+    try:
+        validate_path_reference(reference)
+    except BadRequest:
+        return False
+    return True
+
+
+async def payment_status(
+    context: AppContext, presented: Credentials, reference: str
+) -> PaymentStatusOut:
+    """One round trip reads the key and the row; a bad key answers 401 before a bad reference."""
+    if not is_valid_path_reference(reference):
+        await authenticate(presented, context)
+        validate_path_reference(reference)
+    _caller, row = await admit_with_row(context, presented, STATUS_BY_KEY, {"reference": reference})
+    if row is None:
         raise NotFound("No payment with this reference.")
-    if transfer.payment_count > 1:
+    stored_status, changed_at, expires_at, amount_cents, payment_count = row
+    if payment_count > 1:
         # The payer paid twice for one reference: the merchant must refund one payment and
         # must not treat the reference as settled once.
         raise ReferenceReused(
@@ -200,11 +224,9 @@ async def payment_status(context: AppContext, caller: Caller, reference: str) ->
             "payment is held for refund. Obtain a new reference from "
             f"{context.settings.base_url}/tx/getNewReference.",
         )
-    status, changed_at = effective_status(transfer, utcnow())
+    status, changed_at = status_as_seen(stored_status, changed_at, expires_at, utcnow())
     return PaymentStatusOut(
-        status=status,
-        timestamp=changed_at,
-        amount=Decimal(transfer.amount_cents) * CENT,
+        status=status, timestamp=changed_at, amount=Decimal(amount_cents) * CENT
     )
 
 

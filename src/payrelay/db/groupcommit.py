@@ -1,0 +1,99 @@
+"""Group commit for inserts that arrive together.
+
+Every accepted create must be durable before it is answered, and a durable commit costs an
+fsync (0.7 ms on this machine's disk) plus, on SQLite, a round trip to the writer's thread for
+BEGIN, each statement and COMMIT. Concurrent creates therefore queue here, and one task commits
+everything queued so far in one transaction, with one multi-row INSERT per table. Each caller
+is answered only after the transaction holding its rows has committed; durability is unchanged,
+the cost is shared. If the batch fails (a unique reference taken by another process, say), each
+insert is retried in a transaction of its own, so only the guilty one sees the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert
+
+from payrelay.db.models import Base
+
+if TYPE_CHECKING:
+    from payrelay.db.engine import Database
+
+MAX_BATCH = 256
+
+Row = tuple[type[Base], dict[str, Any]]
+
+
+@dataclass
+class _Job:
+    rows: tuple[Row, ...]
+    done: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class GroupInserter:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+        self._queue: list[_Job] = []
+        self._committer: asyncio.Task[None] | None = None
+
+    async def insert(self, *rows: Row) -> None:
+        """Insert ``rows`` (in order: parents before children) and return once committed."""
+        job = _Job(rows)
+        self._queue.append(job)
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_queued())
+        # Shielded: a caller that goes away does not take its rows out of a batch in flight.
+        await asyncio.shield(job.done)
+
+    async def _commit_queued(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            try:
+                await self._commit(batch)
+            except Exception:
+                for job in batch:
+                    await self._commit_alone(job)
+            except BaseException as exc:  # cancelled: fail every waiter rather than strand it
+                for job in [*batch, *self._queue]:
+                    _settle(job, exc)
+                self._queue = []
+                raise
+            else:
+                for job in batch:
+                    _settle(job, None)
+
+    async def close(self) -> None:
+        """Wait for a batch in flight (its callers may have gone, its rows must still land)."""
+        if self._committer is not None and not self._committer.done():
+            await asyncio.wait([self._committer])
+
+    async def _commit(self, batch: list[_Job]) -> None:
+        by_model: dict[type[Base], list[dict[str, Any]]] = {}
+        for job in batch:
+            for model, values in job.rows:
+                by_model.setdefault(model, []).append(values)
+        async with self._database.write() as session:
+            for model, rows in by_model.items():
+                await session.execute(insert(model), rows)
+
+    async def _commit_alone(self, job: _Job) -> None:
+        try:
+            await self._commit([job])
+        except Exception as exc:
+            _settle(job, exc)
+        else:
+            _settle(job, None)
+
+
+def _settle(job: _Job, error: BaseException | None) -> None:
+    if job.done.done():
+        return
+    if error is None:
+        job.done.set_result(None)
+    else:
+        job.done.set_exception(error)
