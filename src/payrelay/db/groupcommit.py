@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import insert
+from sqlalchemy import Table, insert
 
 from payrelay.db.models import Base
 
@@ -79,7 +79,9 @@ class GroupInserter:
                 by_model.setdefault(model, []).append(values)
         async with self._database.write() as session:
             for model, rows in by_model.items():
-                await session.execute(insert(model), rows)
+                # The table, not the entity: a Core executemany skips the ORM's bulk machinery.
+                table = cast(Table, model.__table__)
+                await session.execute(insert(table), rows)
 
     async def _commit_alone(self, job: _Job) -> None:
         try:
