@@ -15,6 +15,22 @@ from typing import Any
 from bench.processes import BENCH_DIR
 
 COLUMNS = ("scenario", "store", "transfers", "rps", "p50 ms", "p99 ms", "p99/p50", "x L1", "x L0")
+WEBHOOK_COLUMNS = (
+    "webhook run",
+    "store",
+    "events/s asked",
+    "accepted/s",
+    "sent",
+    "accepted",
+    "delivered",
+    "undelivered",
+    "lost",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "max ms",
+    "server CPU",
+)
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -64,9 +80,46 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
     return table
 
 
-def render_table(results: dict[str, Any]) -> str:
-    table = [list(COLUMNS), *rows(results)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+def _latency(run: dict[str, Any], key: str) -> str:
+    """A percentile that fell among undelivered webhooks is longer than the run allowed."""
+    if run[key] is None and run["events_undelivered"]:
+        return f"> {run['plan']['grace']:g} s"
+    return _fmt(run[key])
+
+
+def webhook_rows(results: dict[str, Any]) -> list[list[str]]:
+    table: list[list[str]] = []
+    for store, runs in results.get("webhook", {}).get("stores", {}).items():
+        for name in ("healthy", "hanging"):
+            run = runs[name]
+            if run["hanging_receivers"]:
+                label = f"{run['hanging_receivers']} of {run['receivers']} receivers hang"
+            else:
+                label = f"{run['receivers']} receivers healthy"
+            table.append(
+                [
+                    label,
+                    store,
+                    _fmt(float(run["rate_asked"]), 0),
+                    _fmt(float(run["rate_achieved"]), 1),
+                    _fmt(run["events_sent"]),
+                    _fmt(run["events_accepted"]),
+                    _fmt(run["events_delivered"]),
+                    _fmt(run["events_undelivered"]),
+                    _fmt(run["events_lost"]),
+                    _latency(run, "p50_ms"),
+                    _latency(run, "p90_ms"),
+                    _latency(run, "p99_ms"),
+                    _latency(run, "max_ms"),
+                    _fmt(run["server_cpu_share"]),
+                ]
+            )
+    return table
+
+
+def _aligned(columns: Sequence[str], body: list[list[str]]) -> list[str]:
+    table = [list(columns), *body]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     lines = []
     for number, row in enumerate(table):
         lines.append(
@@ -77,6 +130,11 @@ def render_table(results: dict[str, Any]) -> str:
         )
         if number == 0:
             lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def render_table(results: dict[str, Any]) -> str:
+    lines = _aligned(COLUMNS, rows(results))
     for store, size in results.get("size", {}).items():
         lines.append(
             f"size ({store}): RSS {size['rss_mib_large']} MiB after serving "
@@ -85,7 +143,10 @@ def render_table(results: dict[str, Any]) -> str:
             f"p99 x{size['p99_ratio_large_to_small']} large vs small"
         )
     webhook = results.get("webhook", {})
-    if "status" in webhook:
+    if webhook.get("stores"):
+        lines += ["", f"webhook end to end: {webhook['latency']}", ""]
+        lines += _aligned(WEBHOOK_COLUMNS, webhook_rows(results))
+    elif "status" in webhook:
         lines.append(f"webhook: {webhook['status']}")
     return "\n".join(lines)
 
@@ -93,6 +154,10 @@ def render_table(results: dict[str, Any]) -> str:
 def markdown(results: dict[str, Any]) -> str:
     out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     out += ["| " + " | ".join(row) + " |" for row in rows(results)]
+    webhook = webhook_rows(results)
+    if webhook:
+        out += ["", "| " + " | ".join(WEBHOOK_COLUMNS) + " |", "|" + "---|" * len(WEBHOOK_COLUMNS)]
+        out += ["| " + " | ".join(row) + " |" for row in webhook]
     targets = results.get("targets")
     if isinstance(targets, list):
         out += ["", "| target | store | measured | met |", "|---|---|---|---|"]

@@ -15,16 +15,19 @@ ASGI app (bench/baseline_l0.py), L1 a trivial FastAPI route (bench/baseline_l1.p
 measured before the first store and after each store; a store's ratios use the mean of the two
 baseline measurements around it, so drift on a shared machine is averaged out.
 
-Writes ``bench/results.json`` (or ``--out``) and prints a table. Exits 1 if any request failed or
-the create scenario stored fewer rows than it was answered 2xx for; thresholds are reported, never
-enforced.
+The end-to-end webhook scenario (bench/webhook_latency.py) runs twice per store, all receivers
+healthy then 20% hanging, each time on a fresh store with a fresh server: issuer notifications at a
+fixed arrival rate, signed webhooks timed at loopback receivers.
+
+Writes ``bench/results.json`` (or ``--out``) and prints a table. Exits 1 if any request failed,
+the create scenario stored fewer rows than it was answered 2xx for, or a webhook to a healthy
+receiver was lost; thresholds are reported, never enforced.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 import platform
@@ -34,7 +37,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from importlib import metadata
@@ -46,7 +49,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.engine import make_url
 
-from bench import prefill
+from bench import prefill, webhook_scenario
 from bench.processes import (
     BENCH_DIR,
     BenchError,
@@ -62,6 +65,7 @@ from bench.processes import (
     wrk_version,
 )
 from bench.report import render_table
+from bench.webhook_latency import Plan
 from payrelay.auth.keys import Mode
 from payrelay.db import migrate
 from payrelay.db.engine import Database
@@ -69,14 +73,18 @@ from payrelay.merchants import service as merchants
 
 POSTGRES_ENV = "PAYRELAY_BENCH_POSTGRES_URL"
 DEFAULT_POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
-WEBHOOK_MISSING = "not available: merchant webhooks (issue 4) are not built yet"
-WEBHOOK_NOT_MEASURED = (
-    "not measured: merchant webhooks (issue 4) exist, but this harness has no end-to-end "
-    "webhook scenario yet"
-)
 STATUS_PATH = "/tx/payment-status/"
 MOMO_PATH = "/momo/"
 BASELINE_PATH = "/bench/"
+
+
+@dataclass(frozen=True)
+class WebhookProfile:
+    rate: float  # issuer notifications per second, open loop
+    seconds: float  # measured seconds per run (all healthy; some hanging)
+    warmup: float  # unmeasured seconds of events first
+    receivers: int  # merchant endpoints, each on its own port
+    grace: float  # seconds after a run's last event for its webhooks to arrive
 
 
 @dataclass(frozen=True)
@@ -89,10 +97,15 @@ class Profile:
     large: int  # transfers in the large store of the size comparison
     momo: int  # momo transactions
     size_rounds: int  # small/large runs, interleaved, averaged
+    webhook: WebhookProfile
 
 
-FULL = Profile("full", 10, 3, 10_000, 100_000, 1_000_000, 100_000, 2)
-SMOKE = Profile("smoke", 2, 1, 2_000, 5_000, 20_000, 2_000, 1)
+HANGING_SHARE = 0.2  # the issue's "20% of the receivers hanging"
+RUNS = {"healthy": 0.0, "hanging": HANGING_SHARE}  # webhook runs: share of receivers hanging
+FULL = Profile(
+    "full", 10, 3, 10_000, 100_000, 1_000_000, 100_000, 2, WebhookProfile(200, 5, 1, 50, 10)
+)
+SMOKE = Profile("smoke", 2, 1, 2_000, 5_000, 20_000, 2_000, 1, WebhookProfile(25, 2, 0.5, 10, 5))
 
 TARGETS_TEXT = {
     "status": "status lookup >= 0.8 x L1",
@@ -101,18 +114,7 @@ TARGETS_TEXT = {
     "tail": "p99 <= 5 x p50",
     "size_p50": "status p50 at large store <= 1.2 x at small store",
     "size_p99": "status p99 at large store <= 1.2 x at small store",
-    "webhook": "webhook end to end: p50 <= 20 ms, p99 <= 100 ms at 200 events/s; healthy "
-    "receivers' p99 within 2x while 20% of receivers hang",
 }
-
-
-def webhook_status() -> str:
-    """Say truthfully why there is no webhook figure."""
-    try:
-        importlib.import_module("payrelay.webhooks.dispatcher")
-    except ImportError:
-        return WEBHOOK_MISSING
-    return WEBHOOK_NOT_MEASURED
 
 
 def log(message: str, started: list[float] = [time.monotonic()]) -> None:  # noqa: B006
@@ -140,6 +142,7 @@ class StoreUrls:
     kind: str
     main: str  # status, momo, create, then grown to the large size
     small: str  # the small side of the size comparison
+    webhook: dict[str, str]  # one fresh store per webhook run (healthy, hanging)
     settings: dict[str, Any]
 
 
@@ -169,26 +172,24 @@ def provisioned(kind: str, work_dir: Path) -> Iterator[StoreUrls]:
             kind,
             f"sqlite+aiosqlite:///{work_dir / 'bench-main.db'}",
             f"sqlite+aiosqlite:///{work_dir / 'bench-small.db'}",
+            {run: f"sqlite+aiosqlite:///{work_dir / f'bench-webhook-{run}.db'}" for run in RUNS},
             {"journal_mode": "wal", "synchronous": "full", "database_dir": gettempdir()},
         )
         return
     base = postgres_base_url()
     settings = postgres_settings(base)
     name = f"payrelay_bench_{secrets.token_hex(4)}"
-    names = (name, f"{name}_small")
+    names = (name, f"{name}_small", *(f"{name}_webhook_{run}" for run in RUNS))
     try:
         asyncio.run(_postgres_admin(base, *(f'CREATE DATABASE "{n}"' for n in names)))
-        main_url, small_url = (
+        main_url, small_url, *webhook_urls = (
             make_url(base)
             .set(drivername="postgresql+asyncpg", database=n)
             .render_as_string(hide_password=False)
             for n in names
         )
         yield StoreUrls(
-            kind,
-            main_url,
-            small_url,
-            settings,
+            kind, main_url, small_url, dict(zip(RUNS, webhook_urls, strict=True)), settings
         )
     finally:
         asyncio.run(
@@ -207,6 +208,18 @@ async def _bench_merchant(url: str, secret: bytes) -> tuple[str, str]:
         await database.dispose()
 
 
+async def _webhook_merchant(url: str, secret: bytes) -> tuple[str, str]:
+    """A merchant onboarded as payrelay onboards one (its whsec_ secret returned once), and a
+    test key: (api key, webhook secret)."""
+    database = Database(url, pool_size=1)
+    try:
+        merchant, webhook_secret = await merchants.onboard(database, secret, "Bench Webhooks")
+        key = await merchants.create_key(database, secret, merchant.id, Mode.TEST)
+        return key.key, webhook_secret
+    finally:
+        await database.dispose()
+
+
 @dataclass
 class Bench:
     profile: Profile
@@ -218,11 +231,13 @@ class Bench:
     wrk: str
     pinning: Pinning
     work_dir: Path
+    only_webhook: bool = False
     secret: str = field(default_factory=lambda: secrets.token_urlsafe(48))
     scenarios: list[dict[str, Any]] = field(default_factory=list)
     baseline_samples: list[dict[str, Load]] = field(default_factory=list)
     size: dict[str, dict[str, Any]] = field(default_factory=dict)
     stores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    webhook: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     # --- servers ----------------------------------------------------------------------------
@@ -353,64 +368,69 @@ class Bench:
     # --- one store ------------------------------------------------------------------------------
 
     def run_store(self, kind: str) -> None:
-        p = self.profile
         with provisioned(kind, self.work_dir) as urls:
             self.stores[kind] = urls.settings
-            secret = self.secret.encode()
-            ids: dict[str, tuple[str, str]] = {}
-            for role, url in (("main", urls.main), ("small", urls.small)):
-                migrate.upgrade(url)  # the real migrations, as `payrelay serve` applies them
-                ids[role] = asyncio.run(_bench_merchant(url, secret))
-            merchant, key = ids["main"]
-            small_merchant, small_key = ids["small"]
+            if not self.only_webhook:
+                self.run_api_scenarios(kind, urls)
+            self.run_webhook(kind, urls.webhook)
 
-            started = time.monotonic()
-            asyncio.run(prefill.fill(urls.small, small_merchant, transfers=(0, p.small)))
-            asyncio.run(prefill.fill(urls.main, merchant, transfers=(0, p.main), momo=(0, p.momo)))
-            log(
-                f"{kind}: pre-filled {p.main:,} + {p.small:,} transfers, {p.momo:,} momo rows "
-                f"in {time.monotonic() - started:.1f} s"
+    def run_api_scenarios(self, kind: str, urls: StoreUrls) -> None:
+        p = self.profile
+        secret = self.secret.encode()
+        ids: dict[str, tuple[str, str]] = {}
+        for role, url in (("main", urls.main), ("small", urls.small)):
+            migrate.upgrade(url)  # the real migrations, as `payrelay serve` applies them
+            ids[role] = asyncio.run(_bench_merchant(url, secret))
+        merchant, key = ids["main"]
+        small_merchant, small_key = ids["small"]
+
+        started = time.monotonic()
+        asyncio.run(prefill.fill(urls.small, small_merchant, transfers=(0, p.small)))
+        asyncio.run(prefill.fill(urls.main, merchant, transfers=(0, p.main), momo=(0, p.momo)))
+        log(
+            f"{kind}: pre-filled {p.main:,} + {p.small:,} transfers, {p.momo:,} momo rows "
+            f"in {time.monotonic() - started:.1f} s"
+        )
+
+        with self.payrelay(urls.main) as server:
+            self.record(
+                "status",
+                kind,
+                "GET /tx/payment-status/{reference}",
+                p.main,
+                [
+                    self.load(
+                        server,
+                        "lookup.lua",
+                        lambda: [STATUS_PATH, prefill.REFERENCE_PREFIX, str(p.main), key],
+                    )
+                ],
             )
-
-            with self.payrelay(urls.main) as server:
-                self.record(
-                    "status",
-                    kind,
-                    "GET /tx/payment-status/{reference}",
-                    p.main,
-                    [
-                        self.load(
-                            server,
-                            "lookup.lua",
-                            lambda: [STATUS_PATH, prefill.REFERENCE_PREFIX, str(p.main), key],
-                        )
-                    ],
-                )
-                self.record(
-                    "momo",
-                    kind,
-                    "GET /momo/{transactionId}",
-                    p.main,
-                    [
-                        self.load(
-                            server,
-                            "lookup.lua",
-                            lambda: [MOMO_PATH, prefill.MOMO_PREFIX, str(p.momo), key],
-                        )
-                    ],
-                    momo_rows=p.momo,
-                )
-                self.run_create(server, kind, urls.main, key)
-            removed = asyncio.run(prefill.delete_created(urls.main))
-
-            started = time.monotonic()
-            asyncio.run(prefill.fill(urls.main, merchant, transfers=(p.main, p.large)))
-            stored = asyncio.run(prefill.row_count(urls.main))
-            log(
-                f"{kind}: grew the store to {stored:,} transfers in "
-                f"{time.monotonic() - started:.1f} s (removed {removed:,} created ones first)"
+            self.record(
+                "momo",
+                kind,
+                "GET /momo/{transactionId}",
+                p.main,
+                [
+                    self.load(
+                        server,
+                        "lookup.lua",
+                        lambda: [MOMO_PATH, prefill.MOMO_PREFIX, str(p.momo), key],
+                    )
+                ],
+                momo_rows=p.momo,
             )
-            self.run_size(kind, urls, key, small_key)
+            self.run_create(server, kind, urls.main, key)
+        removed = asyncio.run(prefill.delete_created(urls.main))
+
+        started = time.monotonic()
+        asyncio.run(prefill.fill(urls.main, merchant, transfers=(p.main, p.large)))
+        stored = asyncio.run(prefill.row_count(urls.main))
+        log(
+            f"{kind}: grew the store to {stored:,} transfers in "
+            f"{time.monotonic() - started:.1f} s (removed {removed:,} created ones first)"
+        )
+        self.run_size(kind, urls, key, small_key)
 
     def run_create(self, server: Server, kind: str, url: str, key: str) -> None:
         nonces: list[str] = []
@@ -472,6 +492,46 @@ class Bench:
             "rps_ratio_large_to_small": round(large["rps"] / small["rps"], 3),
         }
 
+    def run_webhook(self, kind: str, urls: dict[str, str]) -> None:
+        """End to end, notification accepted to webhook received. Each run gets a fresh store
+        and server, so the healthy run's backlog cannot leak into the hanging one; the load
+        process (receivers and notifications) runs on the load core."""
+        results: dict[str, Any] = {}
+        for run, share in RUNS.items():
+            results[run] = self.webhook_run(run, share, urls[run])
+            self.problems.extend(webhook_scenario.problems(kind, results[run]))
+            r = results[run]
+            log(
+                f"{kind} webhook {run}: {r['rate_achieved']:g}/s of {r['rate_asked']:g}/s "
+                f"accepted, p50 {webhook_scenario.latency_text(r, 'p50_ms')}, "
+                f"p99 {webhook_scenario.latency_text(r, 'p99_ms')}, "
+                f"{r['events_delivered']:,} of {r['events_measured']:,} delivered, "
+                f"server CPU {r['server_cpu_share']}"
+            )
+        results["targets"] = webhook_scenario.targets(kind, results)
+        self.webhook[kind] = results
+
+    def webhook_run(self, run: str, hanging_share: float, url: str) -> dict[str, Any]:
+        w = self.profile.webhook
+        migrate.upgrade(url)
+        key, webhook_secret = asyncio.run(_webhook_merchant(url, self.secret.encode()))
+        with self.payrelay(url) as server:
+            plan = Plan(
+                run=run,
+                base_url=server.base_url,
+                api_key=key,
+                webhook_secret=webhook_secret,
+                database_url=url,
+                rate=w.rate,
+                seconds=w.seconds,
+                warmup=w.warmup,
+                receivers=w.receivers,
+                hanging_share=hanging_share,
+                grace=w.grace,
+                server_pid=server.process.pid,
+            )
+            return webhook_scenario.run_process(plan, self.pinning, self.work_dir)
+
     # --- results --------------------------------------------------------------------------------
 
     def baselines_for(self, index: int) -> dict[str, dict[str, Any]]:
@@ -494,7 +554,9 @@ class Bench:
 
 
 def evaluate_targets(
-    scenarios: list[dict[str, Any]], size: dict[str, dict[str, Any]]
+    scenarios: list[dict[str, Any]],
+    size: dict[str, dict[str, Any]],
+    webhook: dict[str, dict[str, Any]],
 ) -> list[dict[str, Any]]:
     targets: list[dict[str, Any]] = []
 
@@ -528,15 +590,8 @@ def evaluate_targets(
         ):
             measured = size[store][field_name]
             add(key, store, measured, 1.2, measured <= 1.2)
-    targets.append(
-        {
-            "target": TARGETS_TEXT["webhook"],
-            "store": "any",
-            "measured": None,
-            "met": None,
-            "note": webhook_status(),
-        }
-    )
+    for store in sorted(webhook):
+        targets.extend(webhook[store]["targets"])
     return targets
 
 
@@ -596,6 +651,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="issuer of the create scenario; Bybit goes through its simulator "
         "over in-process HTTP, Valr builds its link without a call",
     )
+    parser.add_argument(
+        "--webhook-rate",
+        type=float,
+        help="issuer notifications per second in the webhook scenario "
+        f"(default {FULL.webhook.rate:g}; {SMOKE.webhook.rate:g} with --smoke)",
+    )
+    parser.add_argument(
+        "--webhook-seconds",
+        type=float,
+        help="measured seconds per webhook run "
+        f"(default {FULL.webhook.seconds:g}; {SMOKE.webhook.seconds:g} with --smoke)",
+    )
+    parser.add_argument(
+        "--webhook-receivers",
+        type=int,
+        help="merchant endpoints the webhooks go to, 20%% of them hanging in the second run "
+        f"(default {FULL.webhook.receivers}; {SMOKE.webhook.receivers} with --smoke)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=("webhook",),
+        help="run only the end-to-end webhook scenario (no baselines, no other scenario)",
+    )
     parser.add_argument("--out", type=Path, default=BENCH_DIR / "results.json")
     return parser.parse_args(argv)
 
@@ -603,6 +681,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     profile = SMOKE if args.smoke else FULL
+    webhook = replace(
+        profile.webhook,
+        rate=args.webhook_rate or profile.webhook.rate,
+        seconds=args.webhook_seconds or profile.webhook.seconds,
+        receivers=args.webhook_receivers or profile.webhook.receivers,
+    )
+    profile = replace(profile, webhook=webhook)
     stores = ["sqlite", "postgres"] if args.store == "both" else [args.store]
     started_at = datetime.now(UTC)
     load_before = os.getloadavg()
@@ -630,18 +715,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             wrk=wrk,
             pinning=pinning,
             work_dir=Path(work),
+            only_webhook=args.only == "webhook",
         )
         try:
-            bench.measure_baselines()
+            if not bench.only_webhook:
+                bench.measure_baselines()
             for store in stores:
                 bench.run_store(store)
-                bench.measure_baselines()
+                if not bench.only_webhook:
+                    bench.measure_baselines()
         except BenchError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
 
     baselines: dict[str, Any] = {}
-    for index, store in enumerate(stores):
+    for index, store in enumerate(stores if bench.baseline_samples else []):
         baselines[store] = bench.baselines_for(index)
         for entry in bench.scenarios:
             if entry["store"] == store:
@@ -685,15 +773,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "size_large": profile.large,
                 "size_rounds": profile.size_rounds,
             },
+            "webhook": {**asdict(profile.webhook), "hanging_share": HANGING_SHARE},
         },
         "stores": bench.stores,
         "baselines": baselines,
         "scenarios": bench.scenarios,
         "size": bench.size,
-        "webhook": {"status": webhook_status()},
+        "webhook": {
+            "status": "measured",
+            "latency": webhook_scenario.DEFINITION,
+            "stores": bench.webhook,
+        },
         "targets": (
-            evaluate_targets(bench.scenarios, bench.size)
-            if profile is FULL
+            evaluate_targets(bench.scenarios, bench.size, bench.webhook)
+            if profile.name == FULL.name
             else "not evaluated in smoke mode"
         ),
         "problems": bench.problems,

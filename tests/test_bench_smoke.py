@@ -16,6 +16,19 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = {"status", "momo", "create", "status_size_small", "status_size_large"}
 REQUIRED = ("rps", "p50_ms", "p99_ms", "ratio_l1", "ratio_l0", "store")
+WEBHOOK_FIGURES = (
+    "rate_asked",
+    "rate_achieved",
+    "events_sent",
+    "events_accepted",
+    "events_delivered",
+    "events_undelivered",
+    "events_lost",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "max_ms",
+)
 
 
 @pytest.mark.timeout(300)
@@ -50,4 +63,17 @@ def test_bench_smoke_writes_every_scenario(tmp_path: Path) -> None:
     size = results["size"]["sqlite"]
     assert size["transfers_large"] > size["transfers_small"]
     assert size["rss_mib_large"] > 0
-    assert results["webhook"]["status"].startswith(("not available", "not measured"))
+
+    webhook = results["webhook"]["stores"]["sqlite"]
+    for name, hanging in (("healthy", 0), ("hanging", 2)):
+        run = webhook[name]
+        for key in WEBHOOK_FIGURES:
+            assert key in run, f"webhook {name} has no {key}"
+        assert run["hanging_receivers"] == hanging
+        assert run["events_sent"] > 0
+        assert run["events_lost"] == 0
+        assert run["events_delivered"] + run["events_undelivered"] == run["events_measured"]
+        if not run["events_undelivered"]:  # else the percentiles may fall among the missing
+            assert 0 < run["p50_ms"] <= run["p90_ms"] <= run["p99_ms"] <= run["max_ms"]
+    assert len(webhook["targets"]) == 3
+    assert all(target["store"] == "sqlite" for target in webhook["targets"])
