@@ -120,6 +120,9 @@ class Dispatcher:
     async def run(self) -> None:
         poll = self.context.settings.webhook_poll_interval.total_seconds()
         while True:
+            # Cleared before the claim, not after: an event committed while the claim runs
+            # sets it again, so the wait below returns at once instead of after a poll.
+            WAKE.clear()
             try:
                 claimed = await self.dispatch_once()
             except asyncio.CancelledError:
@@ -129,7 +132,6 @@ class Dispatcher:
                 claimed = 0
             if claimed:
                 continue
-            WAKE.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(WAKE.wait(), poll)
 
@@ -208,8 +210,13 @@ class Dispatcher:
 
     async def deliver(self, event: WebhookEvent) -> Outcome:
         now = utcnow()
-        async with self.context.database.write() as session:
-            keys = await secrets.active(session, self.context.key_secret, event.merchant_id, now)
+        database, server_secret = self.context.database, self.context.key_secret
+        # A read: on SQLite it must not queue behind every other write for the one writer.
+        async with database.read() as session:
+            keys = await secrets.signing_now(session, server_secret, event.merchant_id, now)
+        if not keys:
+            async with database.write() as session:
+                keys = await secrets.active(session, server_secret, event.merchant_id, now)
         headers = signing.delivery_headers(keys, event.id, now, event.payload)
         started = time.perf_counter()
         try:

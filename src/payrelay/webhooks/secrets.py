@@ -82,20 +82,25 @@ async def rotate(
     return await create(session, server_secret, merchant_id, now)
 
 
+async def signing_now(
+    session: AsyncSession, server_secret: bytes, merchant_id: str, now: datetime
+) -> list[str]:
+    """Every secret that signs right now, newest first; empty if the merchant has none."""
+    rows = await session.scalars(
+        select(WebhookSecret)
+        .where(
+            WebhookSecret.merchant_id == merchant_id,
+            or_(WebhookSecret.expires_at.is_(None), WebhookSecret.expires_at > now),
+        )
+        .order_by(WebhookSecret.created_at.desc())
+    )
+    return [unseal(server_secret, row.secret_encrypted) for row in rows]
+
+
 async def active(
     session: AsyncSession, server_secret: bytes, merchant_id: str, now: datetime
 ) -> list[str]:
     """Every secret that signs right now, newest first; one is made if the merchant has none."""
-    rows = list(
-        await session.scalars(
-            select(WebhookSecret)
-            .where(
-                WebhookSecret.merchant_id == merchant_id,
-                or_(WebhookSecret.expires_at.is_(None), WebhookSecret.expires_at > now),
-            )
-            .order_by(WebhookSecret.created_at.desc())
-        )
-    )
-    if not rows:
-        return [await create(session, server_secret, merchant_id, now)]
-    return [unseal(server_secret, row.secret_encrypted) for row in rows]
+    return await signing_now(session, server_secret, merchant_id, now) or [
+        await create(session, server_secret, merchant_id, now)
+    ]
