@@ -137,7 +137,6 @@ class AsyncpgPointReader:
                         max_size=self._max_size,
                         command_timeout=STATEMENT_TIMEOUT_S,
                         timeout=STATEMENT_TIMEOUT_S,
-                        reset=_reset_after_read,
                     )
         return self._pool
 
@@ -153,13 +152,6 @@ class AsyncpgPointReader:
         if self._pool is not None:
             await self._pool.close()
             self._pool = None
-
-
-async def _reset_after_read(connection: asyncpg.Connection) -> None:
-    """These connections only ever run single SELECTs, so asyncpg's default reset (advisory
-    unlock, CLOSE ALL, UNLISTEN, RESET ALL: a second round trip per read) has nothing to undo."""
-    if connection.is_in_transaction():
-        await connection.execute("ROLLBACK")
 
 
 def point_reader(url: str, *, pool_size: int, busy_timeout_ms: int) -> PointReader:
