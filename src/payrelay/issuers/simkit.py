@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ class Faults:
 
 
 HANG_SECONDS = 3600.0
+SENT_KEPT = 1000
 
 
 async def api_fault(
@@ -71,7 +73,8 @@ class Notifier:
 
     faults: Faults
     client: httpx.AsyncClient
-    sent: list[dict[str, Any]] = field(default_factory=list)
+    # The most recent deliveries only: a long-running test-mode server must not grow forever.
+    sent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=SENT_KEPT))
     held: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
 
     async def deliver(self, url: str, headers: dict[str, str], body: bytes) -> None:
@@ -135,7 +138,7 @@ def control_router(
 
     @router.get("/notifications")
     async def notifications() -> JSONResponse:
-        return JSONResponse({"sent": notifier.sent, "held": len(notifier.held)})
+        return JSONResponse({"sent": list(notifier.sent), "held": len(notifier.held)})
 
     @router.post("/orders/{order_key}/{outcome}")
     async def settle_order(order_key: str, outcome: str) -> JSONResponse:
