@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     webhook_endpoint_concurrency: int = Field(default=4, ge=1)
     webhook_lease: PositiveDuration = timedelta(seconds=60)
     webhook_poll_interval: PositiveDuration = timedelta(milliseconds=500)
+    # How long an endpoint that answered nothing is left alone first (doubling, up to 5 min).
+    webhook_silent_pause: PositiveDuration = timedelta(seconds=5)
     # CIDRs that live-mode webhook URLs may reach although private (e.g. "10.1.0.0/16").
     webhook_allowlist: str = ""
 

@@ -43,6 +43,7 @@ SHORT = {
     "webhook_schedule": "0,0.3,0.3",
     "webhook_timeout": timedelta(seconds=1),
     "webhook_poll_interval": timedelta(milliseconds=50),
+    "webhook_silent_pause": timedelta(milliseconds=300),
     "webhook_dispatch": True,
 }
 
@@ -323,3 +324,31 @@ def start_worker(store_url: str, directory: Path, name: str, **extra: str) -> Wo
             stderr=err,
         )
     return Worker(process, stdout, stderr)
+
+
+@dataclass
+class SilentEndpoint:
+    """A receiver that accepts connections and never answers; counts the connections."""
+
+    url: str = ""
+    connections: int = 0
+
+
+@contextlib.asynccontextmanager
+async def silent_endpoint() -> AsyncIterator[SilentEndpoint]:
+    endpoint = SilentEndpoint()
+    held: list[asyncio.StreamWriter] = []
+
+    async def accept(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        endpoint.connections += 1
+        held.append(writer)
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    endpoint.url = f"http://127.0.0.1:{port}/hooks/silent"
+    try:
+        yield endpoint
+    finally:
+        server.close()
+        for writer in held:
+            writer.close()

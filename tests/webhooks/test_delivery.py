@@ -40,6 +40,7 @@ from tests.webhooks.support import (
     insert_momo_events,
     retire,
     running_payrelay,
+    silent_endpoint,
 )
 
 PAYMENT_DATA_FIELDS = {
@@ -417,6 +418,45 @@ class TestIsolation:
                 assert len(receiver.at("/hooks/hang")) == 4
                 pending = [e for e in await _events(api, stuck) if e["state"] == "pending"]
                 assert len(pending) == 20
+            finally:
+                await retire(api.database, stuck.merchant_id)
+
+    async def test_hanging_endpoints_are_paused_and_cannot_hold_the_pool(
+        self, fresh_store_url: str, other_receiver: Receiver
+    ) -> None:
+        # Three hanging endpoints with 10 events each want 12 slots of a pool of 8. Unpaused,
+        # their older events would take every slot that frees for seconds to come. Paused after
+        # their first silence (1 s timeout), they leave the pool to a healthy merchant at once.
+        database = Database(fresh_store_url)
+        async with contextlib.AsyncExitStack() as stack:
+            stack.push_async_callback(database.dispose)
+            hanging = [await stack.enter_async_context(silent_endpoint()) for _ in range(3)]
+            api = await stack.enter_async_context(
+                running_payrelay(
+                    fresh_store_url,
+                    database,
+                    webhook_concurrency=8,
+                    webhook_endpoint_concurrency=4,
+                    webhook_silent_pause=timedelta(seconds=30),
+                )
+            )
+            stuck = await api.merchant("Stuck")
+            healthy = await api.merchant("Healthy")
+            try:
+                for endpoint in hanging:
+                    await insert_momo_events(api.database, stuck.merchant_id, endpoint.url, 10)
+                await asyncio.sleep(1.5)  # the first round has timed out by now
+
+                started = time.monotonic()
+                healthy_url = other_receiver.program("/hooks/healthy")
+                await insert_momo_events(api.database, healthy.merchant_id, healthy_url, 5)
+                deliveries = await other_receiver.wait_for("/hooks/healthy", 5, seconds=8)
+                assert deliveries[-1].at - started < 0.8, deliveries[-1].at - started
+
+                # Each hanging endpoint got one round (4 at most) and was then left alone.
+                assert all(1 <= endpoint.connections <= 4 for endpoint in hanging), [
+                    endpoint.connections for endpoint in hanging
+                ]
             finally:
                 await retire(api.database, stuck.merchant_id)
 

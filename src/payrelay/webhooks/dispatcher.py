@@ -31,6 +31,7 @@ from payrelay.db.models import WebhookAttempt, WebhookEvent
 from payrelay.db.types import utcnow
 from payrelay.webhooks import metrics, secrets, signing
 from payrelay.webhooks.outbox import EventState
+from payrelay.webhooks.pause import EndpointPauses
 from payrelay.webhooks.ssrf import GuardedTransport, UnsafeUrl, UrlPolicy
 
 log = structlog.get_logger("payrelay.webhooks")
@@ -91,7 +92,9 @@ class Dispatcher:
         settings = context.settings
         self.schedule = settings.webhook_delays
         self.lease = settings.webhook_lease
-        self.per_endpoint = settings.webhook_endpoint_concurrency
+        self.pauses = EndpointPauses(
+            settings.webhook_silent_pause, settings.webhook_endpoint_concurrency
+        )
         self.global_slots = asyncio.Semaphore(settings.webhook_concurrency)
         self.in_flight: Counter[str] = Counter()
         # Events this process is sending now. Never claimed again while in flight, even once
@@ -149,8 +152,10 @@ class Dispatcher:
             task.add_done_callback(self.tasks.discard)
         return len(events)
 
-    def _saturated(self) -> list[str]:
-        return [ep for ep, count in self.in_flight.items() if count >= self.per_endpoint]
+    def _excluded(self, now: datetime) -> list[str]:
+        """Endpoints not to claim for: paused, or already at their concurrency limit."""
+        full = [ep for ep, count in self.in_flight.items() if count >= self.pauses.limit(ep)]
+        return [*full, *self.pauses.paused(now)]
 
     async def claim(self, limit: int, now: datetime | None = None) -> list[WebhookEvent]:
         now = now or utcnow()
@@ -166,9 +171,9 @@ class Dispatcher:
                 .order_by(WebhookEvent.next_attempt_at)
                 .limit(limit * 2)
             )
-            saturated = self._saturated()
-            if saturated:
-                statement = statement.where(WebhookEvent.endpoint.not_in(saturated))
+            excluded = self._excluded(now)
+            if excluded:
+                statement = statement.where(WebhookEvent.endpoint.not_in(excluded))
             if self.sending:
                 statement = statement.where(WebhookEvent.id.not_in(self.sending))
             if not database.is_sqlite:
@@ -186,7 +191,8 @@ class Dispatcher:
         for event in events:
             if count >= limit:
                 return
-            if self.in_flight[event.endpoint] + taken[event.endpoint] >= self.per_endpoint:
+            limit_here = self.pauses.limit(event.endpoint)
+            if self.in_flight[event.endpoint] + taken[event.endpoint] >= limit_here:
                 continue
             taken[event.endpoint] += 1
             count += 1
@@ -196,6 +202,7 @@ class Dispatcher:
         try:
             async with self.global_slots:
                 outcome = await self.deliver(event)
+            self.pauses.record(event.endpoint, outcome.status_code is not None, utcnow())
             await self.record(event, outcome)
         except asyncio.CancelledError:
             raise
