@@ -3,10 +3,11 @@
 Payment status, momo status and key checks are SELECTs of one row by a unique key. Through an
 ORM session each cost about 1 ms of CPU here (pool checkout, pre-ping, BEGIN, the statement,
 ROLLBACK; on SQLite every one of those is a hop to aiosqlite's thread), against 10 µs on sqlite3
-and 130 µs on asyncpg (README.md, Performance). So these statements are still written with SQLAlchemy
-Core and still decoded by SQLAlchemy's own column types, but compiled once per dialect and run
-directly: on asyncpg's pool, or on one read-only sqlite3 connection (see SqlitePointReader for
-why that one runs on the event loop). Each read is one autocommit statement: one snapshot.
+and 130 µs on asyncpg (README.md, Performance). So these statements are still written with
+SQLAlchemy Core and still decoded by SQLAlchemy's own column types, but compiled once per
+dialect and run directly: on asyncpg's pool, or on one read-only sqlite3 connection (see
+SqlitePointReader for why that one runs on the event loop). Each read is one autocommit
+statement: one snapshot.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ class SqlitePointReader:
     unique-index lookup of one row, a few pages from the OS cache, 10 µs here. Handing each to a
     thread cost more than the read (40 µs) and, on one core, the reader threads and the event
     loop took turns at the GIL so badly that p99 reached 75 ms at a p50 of 6 ms; on the loop,
-    p99 is 11 ms and throughput is 20 % higher (README.md, Performance). Scans, writes and fsyncs still
-    run on aiosqlite's thread.
+    p99 is 11 ms and throughput is 20 % higher (README.md, Performance). Scans, writes and
+    fsyncs still run on aiosqlite's thread.
     """
 
     def __init__(self, path: str, busy_timeout_ms: int) -> None:
