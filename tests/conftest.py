@@ -114,7 +114,10 @@ async def api(
         return
     process, base_url = start_server(store_url)
     try:
-        async with httpx.AsyncClient(base_url=base_url, timeout=30) as client:
+        # Idle connections are dropped well before uvicorn's 5 s keep-alive timeout, so the
+        # client never sends on a connection the server is closing at that moment (ReadError).
+        limits = httpx.Limits(keepalive_expiry=2)
+        async with httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) as client:
             yield Harness(store_name, "server", store_url, base_url, client, store)
     finally:
         stop_server(process)
