@@ -71,9 +71,7 @@ class Database:
         self._read_sessions = async_sessionmaker(self.read_engine, expire_on_commit=False)
         self._write_sessions = async_sessionmaker(self.write_engine, expire_on_commit=False)
         self.inserts = GroupInserter(self)
-        self.points: PointReader = point_reader(
-            url, pool_size=pool_size, busy_timeout_ms=SQLITE_BUSY_TIMEOUT_MS
-        )
+        self.points: PointReader = point_reader(url, pool_size=pool_size)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

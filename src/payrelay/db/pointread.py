@@ -23,6 +23,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect, make_url
 
 STATEMENT_TIMEOUT_S = 10.0
+# A WAL reader is almost never told "busy" (only around recovery or a truncating checkpoint);
+# when it is, it must not stall the event loop for long: fail the one request instead.
+SQLITE_LOOP_BUSY_TIMEOUT_MS = 100
 
 Processor = Callable[[Any], Any] | None
 AnySelect = Select[*tuple[Any, ...]]
@@ -91,16 +94,15 @@ class SqlitePointReader:
     fsyncs still run on aiosqlite's thread.
     """
 
-    def __init__(self, path: str, busy_timeout_ms: int) -> None:
+    def __init__(self, path: str) -> None:
         self._path = path
-        self._busy_timeout_ms = busy_timeout_ms
         self._compiled = _Compiled(sqlite.dialect())
         self._connection: sqlite3.Connection | None = None
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is None:
             connection = sqlite3.connect(self._path, isolation_level=None)
-            connection.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+            connection.execute(f"PRAGMA busy_timeout={SQLITE_LOOP_BUSY_TIMEOUT_MS}")
             connection.execute("PRAGMA query_only=ON")
             self._connection = connection
         return self._connection
@@ -155,9 +157,9 @@ class AsyncpgPointReader:
             self._pool = None
 
 
-def point_reader(url: str, *, pool_size: int, busy_timeout_ms: int) -> PointReader:
+def point_reader(url: str, *, pool_size: int) -> PointReader:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return SqlitePointReader(parsed.database or "", busy_timeout_ms)
+        return SqlitePointReader(parsed.database or "")
     dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
     return AsyncpgPointReader(dsn, pool_size)
