@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from payrelay.db.engine import Database
+from payrelay.db.groupcommit import GroupInserter
 from payrelay.db.models import Transfer, TransferTransition
 from payrelay.db.types import utcnow
 from payrelay.merchants import service as merchants
@@ -142,3 +143,52 @@ async def test_a_caller_that_goes_away_does_not_take_its_rows_out(store: Databas
     await first
     await store.inserts.close()
     assert await stored(store, merchant.id) == (2, 2)
+
+
+async def test_a_batch_that_fails_for_another_reason_fails_at_once_without_retries(
+    store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await merchants.create_merchant(store, "Group commit outage")
+    async with counting_transactions(store, monkeypatch) as opened:
+        real_commit = GroupInserter._commit
+
+        async def store_down(self: GroupInserter, batch: list[Any]) -> None:
+            await real_commit(self, [])  # counts as a transaction opened
+            raise OperationalError("INSERT", {}, ConnectionResetError("store down"))
+
+        monkeypatch.setattr(GroupInserter, "_commit", store_down)
+        outcomes = await asyncio.gather(
+            *(
+                store.inserts.insert(*transfer_rows(merchant.id, f"down-{index:08d}"))
+                for index in range(10)
+            ),
+            return_exceptions=True,
+        )
+    assert all(isinstance(outcome, OperationalError) for outcome in outcomes)
+    assert len(opened) < 10  # no one-by-one retry of an outage
+    assert await stored(store, merchant.id) == (0, 0)
+
+
+async def test_a_cancelled_committer_fails_every_waiter_instead_of_stranding_it(
+    store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await merchants.create_merchant(store, "Group commit cancelled")
+    started = asyncio.Event()
+
+    async def conflict_then_hang(self: GroupInserter, batch: list[Any]) -> None:
+        if len(batch) > 1:
+            raise IntegrityError("INSERT", {}, ValueError("conflict"))
+        started.set()
+        await asyncio.sleep(3600)  # the one-by-one retry hangs until it is cancelled
+
+    monkeypatch.setattr(GroupInserter, "_commit", conflict_then_hang)
+    inserter = GroupInserter(store)
+    waiters = [
+        asyncio.ensure_future(inserter.insert(*transfer_rows(merchant.id, f"c-{index:08d}")))
+        for index in range(3)
+    ]
+    await asyncio.wait_for(started.wait(), timeout=5)
+    assert inserter._committer is not None
+    inserter._committer.cancel()
+    outcomes = await asyncio.wait_for(asyncio.gather(*waiters, return_exceptions=True), 5)
+    assert all(isinstance(outcome, asyncio.CancelledError) for outcome in outcomes)

@@ -6,14 +6,14 @@ import sqlite3
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import make_url
 
 from payrelay.auth.dependencies import KEY_BY_HASH
 from payrelay.auth.keys import Mode, hash_key
 from payrelay.db.engine import Database
 from payrelay.db.models import ApiKey
-from payrelay.db.pointread import SqlitePointReader
+from payrelay.db.pointread import AsyncpgPointReader, SqlitePointReader, asyncpg_connect_args
 from payrelay.merchants import service as merchants
 from tests.harness import KEY_SECRET
 
@@ -60,5 +60,28 @@ async def test_the_sqlite_reader_refuses_to_write(store: Database) -> None:
     try:
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             reader._open().execute("DELETE FROM api_keys")
+    finally:
+        await reader.close()
+
+
+def test_url_options_become_asyncpg_connect_arguments_not_server_settings() -> None:
+    url = "postgresql+asyncpg://u:p@db.example:6432/pay?ssl=require&prepared_statement_cache_size=0"
+    assert asyncpg_connect_args(url) == {
+        "host": "db.example",
+        "port": 6432,
+        "user": "u",
+        "password": "p",
+        "database": "pay",
+        "ssl": "require",
+        "statement_cache_size": 0,
+    }
+
+
+async def test_a_postgresql_url_with_options_reads(postgres_url: str) -> None:
+    url = f"{postgres_url}?ssl=disable&prepared_statement_cache_size=0"
+    reader = AsyncpgPointReader(asyncpg_connect_args(url), max_size=1)
+    try:
+        row = await reader.fetch_one(select(func.current_database()), {})
+        assert row == (make_url(postgres_url).database,)
     finally:
         await reader.close()

@@ -5,8 +5,9 @@ fsync (0.7 ms on this machine's disk) plus, on SQLite, a round trip to the write
 BEGIN, each statement and COMMIT. Concurrent creates therefore queue here, and one task commits
 everything queued so far in one transaction, with one multi-row INSERT per table. Each caller
 is answered only after the transaction holding its rows has committed; durability is unchanged,
-the cost is shared. If the batch fails (a unique reference taken by another process, say), each
-insert is retried in a transaction of its own, so only the guilty one sees the error.
+the cost is shared. If a row of the batch conflicts (a unique reference taken by another
+process), each insert is retried in a transaction of its own, so only the guilty one sees the
+error; any other failure fails the whole batch at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Table, insert
+from sqlalchemy.exc import IntegrityError
 
 from payrelay.db.models import Base
 
@@ -51,21 +53,32 @@ class GroupInserter:
         await asyncio.shield(job.done)
 
     async def _commit_queued(self) -> None:
-        while self._queue:
-            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-            try:
-                await self._commit(batch)
-            except Exception:
-                for job in batch:
-                    await self._commit_alone(job)
-            except BaseException as exc:  # cancelled: fail every waiter rather than strand it
-                for job in [*batch, *self._queue]:
-                    _settle(job, exc)
-                self._queue = []
-                raise
-            else:
-                for job in batch:
-                    _settle(job, None)
+        batch: list[_Job] = []
+        try:
+            while self._queue:
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                await self._commit_batch(batch)
+        except BaseException as exc:  # cancelled: fail every waiter rather than strand it
+            for job in [*batch, *self._queue]:
+                _settle(job, exc)
+            self._queue = []
+            raise
+
+    async def _commit_batch(self, batch: list[_Job]) -> None:
+        try:
+            await self._commit(batch)
+        except IntegrityError:
+            # One row conflicts (a reference another process took): only that create fails.
+            for job in batch:
+                await self._commit_alone(job)
+            return
+        except Exception as exc:
+            # Anything else (the store is down, say) would fail each retry too: fail at once.
+            for job in batch:
+                _settle(job, exc)
+            return
+        for job in batch:
+            _settle(job, None)
 
     async def close(self) -> None:
         """Wait for a batch in flight (its callers may have gone, its rows must still land)."""
@@ -73,12 +86,13 @@ class GroupInserter:
             await asyncio.wait([self._committer])
 
     async def _commit(self, batch: list[_Job]) -> None:
-        by_model: dict[type[Base], list[dict[str, Any]]] = {}
+        # One multi-row INSERT per table and set of columns, parents first (first seen first).
+        by_shape: dict[tuple[type[Base], frozenset[str]], list[dict[str, Any]]] = {}
         for job in batch:
             for model, values in job.rows:
-                by_model.setdefault(model, []).append(values)
+                by_shape.setdefault((model, frozenset(values)), []).append(values)
         async with self._database.write() as session:
-            for model, rows in by_model.items():
+            for (model, _columns), rows in by_shape.items():
                 # The table, not the entity: a Core executemany skips the ORM's bulk machinery.
                 table = cast(Table, model.__table__)
                 await session.execute(insert(table), rows)

@@ -123,8 +123,8 @@ class SqlitePointReader:
 class AsyncpgPointReader:
     """asyncpg's own pool, created on first use; asyncpg prepares and caches each statement."""
 
-    def __init__(self, dsn: str, max_size: int) -> None:
-        self._dsn = dsn
+    def __init__(self, connect_args: dict[str, Any], max_size: int) -> None:
+        self._connect_args = connect_args
         self._max_size = max_size
         self._compiled = _Compiled(postgresql.asyncpg.dialect())  # type: ignore[no-untyped-call]
         self._pool: asyncpg.Pool | None = None
@@ -135,7 +135,7 @@ class AsyncpgPointReader:
             async with self._opening:
                 if self._pool is None:
                     self._pool = await asyncpg.create_pool(
-                        self._dsn,
+                        **self._connect_args,
                         min_size=1,
                         max_size=self._max_size,
                         command_timeout=STATEMENT_TIMEOUT_S,
@@ -148,7 +148,13 @@ class AsyncpgPointReader:
     ) -> tuple[Any, ...] | None:
         query = self._compiled(statement)
         pool = await self._acquire_pool()
-        raw = await pool.fetchrow(query.sql, *query.parameters(values))
+        parameters = query.parameters(values)
+        try:
+            raw = await pool.fetchrow(query.sql, *parameters)
+        except (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError):
+            # A pooled connection the server dropped (a restart, say): a SELECT is safe to
+            # send again, and the pool has replaced the connection by now.
+            raw = await pool.fetchrow(query.sql, *parameters)
         return None if raw is None else query.decode(tuple(raw))
 
     async def close(self) -> None:
@@ -161,5 +167,19 @@ def point_reader(url: str, *, pool_size: int) -> PointReader:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         return SqlitePointReader(parsed.database or "")
-    dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-    return AsyncpgPointReader(dsn, pool_size)
+    return AsyncpgPointReader(asyncpg_connect_args(url), pool_size)
+
+
+def asyncpg_connect_args(url: str) -> dict[str, Any]:
+    """What SQLAlchemy's asyncpg dialect would pass to asyncpg for ``url``: query options such
+    as ``?ssl=require`` become connect arguments instead of server settings asyncpg would send
+    (and the server refuse)."""
+    dialect = postgresql.asyncpg.dialect()  # type: ignore[no-untyped-call]
+    _, options = dialect.create_connect_args(make_url(url))  # type: ignore[no-untyped-call]
+    arguments = dict(options)
+    cache_size = arguments.pop("prepared_statement_cache_size", None)
+    if cache_size is not None:
+        arguments["statement_cache_size"] = int(cache_size)
+    arguments.pop("prepared_statement_name_func", None)
+    arguments.pop("async_fallback", None)
+    return arguments

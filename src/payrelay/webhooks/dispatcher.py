@@ -48,6 +48,12 @@ class Outcome:
     body: str
     error: str | None
     retry_after: timedelta | None
+    refused: bool = False  # by our own SSRF policy: nothing was sent, no slot was held
+
+    @property
+    def silent(self) -> bool:
+        """Nothing came back: a timeout or a connection failure."""
+        return self.status_code is None and not self.refused
 
     @property
     def succeeded(self) -> bool:
@@ -202,7 +208,7 @@ class Dispatcher:
         try:
             async with self.global_slots:
                 outcome = await self.deliver(event)
-            self.pauses.record(event.endpoint, outcome.status_code is not None, utcnow())
+            self.pauses.record(event.endpoint, not outcome.silent, utcnow())
             await self.record(event, outcome)
         except asyncio.CancelledError:
             raise
@@ -231,7 +237,7 @@ class Dispatcher:
                 event.url, content=event.payload.encode(), headers=headers
             )
         except UnsafeUrl as exc:
-            return Outcome(None, _ms(started), "", f"refused: {exc}", None)
+            return Outcome(None, _ms(started), "", f"refused: {exc}", None, refused=True)
         except httpx.HTTPError as exc:
             return Outcome(None, _ms(started), "", f"{type(exc).__name__}: {exc}"[:500], None)
         retry_after = parse_retry_after(response.headers.get("retry-after"), utcnow())
