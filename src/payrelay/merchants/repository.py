@@ -27,13 +27,3 @@ class MerchantRepository:
 
     async def get_key(self, key_id: str) -> ApiKey | None:
         return await self.session.get(ApiKey, key_id)
-
-    async def key_with_merchant(self, key_hash: str) -> tuple[ApiKey, Merchant] | None:
-        row = (
-            await self.session.execute(
-                select(ApiKey, Merchant)
-                .join(Merchant, Merchant.id == ApiKey.merchant_id)
-                .where(ApiKey.key_hash == key_hash)
-            )
-        ).first()
-        return None if row is None else (row[0], row[1])
